@@ -1,0 +1,17 @@
+"""Exceptions raised by gsl_eq.
+
+Every error names what is wrong and where: the binding of a module, the
+parameter of a workload, or the line of a rule.
+"""
+
+
+class GslEqError(Exception):
+    """Base class of every error gsl_eq raises on purpose."""
+
+
+class UnsupportedModuleError(GslEqError):
+    """A Relax module holds a construct the graph bridge does not handle."""
+
+
+class WorkloadError(GslEqError, ValueError):
+    """A workload's parameters or inputs do not fit its module."""

@@ -1,0 +1,203 @@
+"""The computation graph GSL works on (seed 003, "计算图").
+
+A graph is a DAG of :class:`Node` values. A node is one of the five forms of the
+expression language: a variable (a function parameter, with shape and dtype), a
+constant, an op call with attributes, a tuple, or a projection out of a tuple
+whose index is its ``index`` attribute. Inputs are ordered (the predecessor
+sequence ``pred(v)``). Nodes compare by identity: two nodes are the same
+expression only if they come from the same definition.
+
+Nodes are never changed after construction; transformations build new nodes and
+new graphs (:meth:`Graph.replace`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from enum import Enum
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from . import ops
+from .types import TensorType, TupleType, Type
+
+
+class Kind(str, Enum):
+    VAR = "var"
+    CONST = "const"
+    CALL = "call"
+    TUPLE = "tuple"
+    GETITEM = "getitem"
+
+
+class Node:
+    """One vertex: kind, op name (calls), ordered inputs, plain attributes and type.
+
+    Build nodes with the constructors :meth:`var`, :meth:`const`, :meth:`call`,
+    :meth:`tuple` and :meth:`getitem`; a call's type is inferred by TVM::
+
+        x = Node.var("x", TensorType((1, 8), "float32"))
+        y = Node.call("relax.nn.relu", [x])
+        assert y.type == x.type
+    """
+
+    __slots__ = ("kind", "op", "inputs", "attrs", "type", "name", "value")
+
+    def __init__(
+        self,
+        kind: Kind,
+        type: Type,
+        inputs: Sequence["Node"] = (),
+        op: str | None = None,
+        attrs: Mapping[str, Any] | None = None,
+        name: str | None = None,
+        value: np.ndarray | None = None,
+    ):
+        self.kind = kind
+        self.type = type
+        self.inputs: tuple[Node, ...] = tuple(inputs)
+        self.op = op
+        self.attrs: dict[str, Any] = dict(attrs or {})
+        self.name = name
+        self.value = value
+
+    @staticmethod
+    def var(name: str, type: TensorType) -> "Node":
+        return Node(Kind.VAR, type, name=name)
+
+    @staticmethod
+    def const(value: np.ndarray) -> "Node":
+        value = np.asarray(value)
+        return Node(Kind.CONST, TensorType(value.shape, str(value.dtype)), value=value)
+
+    @staticmethod
+    def call(op: str, inputs: Sequence["Node"], attrs: Mapping[str, Any] | None = None, type: Type | None = None) -> "Node":
+        """A call of Relax op ``op``; its type is inferred by TVM unless given."""
+        sig = ops.signature(op)
+        attrs = dict(attrs or {})
+        if type is None:
+            type = ops.infer_type(sig.name, attrs, [i.type for i in inputs])
+        return Node(Kind.CALL, type, inputs, op=sig.name, attrs=attrs)
+
+    @staticmethod
+    def tuple(fields: Sequence["Node"]) -> "Node":
+        return Node(Kind.TUPLE, TupleType(tuple(f.type for f in fields)), fields)
+
+    @staticmethod
+    def getitem(tup: "Node", index: int) -> "Node":
+        if not isinstance(tup.type, TupleType) or not 0 <= index < len(tup.type.fields):
+            raise TypeError(f"cannot take item {index} of a value of type {tup.type}")
+        return Node(Kind.GETITEM, tup.type.fields[index], [tup], attrs={"index": index})
+
+    def with_inputs(self, inputs: Sequence["Node"]) -> "Node":
+        """A copy of this node reading ``inputs`` instead (same kind, op, attrs and type)."""
+        return Node(self.kind, self.type, inputs, self.op, self.attrs, self.name, self.value)
+
+    def attr(self, name: str) -> Any:
+        """An attribute of the node: an op attribute, ``index``, or ``shape``/``dtype``/``ndim`` of its type."""
+        if name in self.attrs:
+            return self.attrs[name]
+        if isinstance(self.type, TensorType) and name in ("shape", "dtype", "ndim"):
+            return getattr(self.type, name)
+        raise KeyError(f"{self} has no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        if self.kind is Kind.VAR:
+            return f"%{self.name}"
+        if self.kind is Kind.CALL:
+            return f"{self.op}({len(self.inputs)} inputs)"
+        if self.kind is Kind.GETITEM:
+            return f"getitem[{self.attrs['index']}]"
+        return f"{self.kind.value}:{self.type}"
+
+
+class Graph:
+    """A computation graph: the function parameters (in order) and its outputs.
+
+    ``inputs`` are the variable nodes of the function's parameters, runtime inputs
+    and model parameters alike, in signature order. ``outputs`` are the returned
+    values; ``returns_tuple`` tells that the function returns them as a tuple
+    (always true with more than one output).
+    """
+
+    def __init__(self, inputs: Sequence[Node], outputs: Sequence[Node], returns_tuple: bool | None = None):
+        self.inputs = tuple(inputs)
+        self.outputs = tuple(outputs)
+        self.returns_tuple = len(self.outputs) != 1 if returns_tuple is None else returns_tuple
+        if len(self.outputs) != 1 and not self.returns_tuple:
+            raise ValueError("a graph with several outputs returns them as a tuple")
+        self._rpo: tuple[Node, ...] | None = None
+        self._succ: dict[Node, list[Node]] | None = None
+
+    def rpo(self) -> tuple[Node, ...]:
+        """Reverse post-order (seed 003, algorithm "逆后序遍历"): outputs in order,
+        predecessors in order, each node after all of its predecessors."""
+        if self._rpo is None:
+            order: list[Node] = []
+            seen: set[Node] = set()
+            for out in self.outputs:
+                if out in seen:
+                    continue
+                stack = [(out, iter(out.inputs))]
+                seen.add(out)
+                while stack:
+                    node, preds = stack[-1]
+                    for pred in preds:
+                        if pred not in seen:
+                            seen.add(pred)
+                            stack.append((pred, iter(pred.inputs)))
+                            break
+                    else:
+                        stack.pop()
+                        order.append(node)
+            self._rpo = tuple(order)
+        return self._rpo
+
+    def successors(self) -> dict[Node, list[Node]]:
+        """Successor lists (seed 003, "后继序列"): each a subsequence of :meth:`rpo`.
+
+        A node reading the same predecessor twice appears once in its list.
+        """
+        if self._succ is None:
+            succ: dict[Node, list[Node]] = {n: [] for n in self.rpo()}
+            for node in self.rpo():
+                for pred in node.inputs:
+                    users = succ[pred]
+                    if not users or users[-1] is not node:
+                        users.append(node)
+            self._succ = succ
+        return self._succ
+
+    def __len__(self) -> int:
+        return len(self.rpo())
+
+    def __iter__(self):
+        return iter(self.rpo())
+
+    def op_counts(self) -> Counter[str]:
+        """How many calls of each op the graph holds."""
+        return Counter(n.op for n in self.rpo() if n.kind is Kind.CALL)
+
+    def replace(self, mapping: Mapping[Node, Node], inputs: Iterable[Node] | None = None) -> "Graph":
+        """A new graph where each key of ``mapping`` is replaced by its value.
+
+        Nodes downstream of a replaced node are copied to read the new values;
+        replacement nodes are used as given. ``inputs`` gives the new parameter
+        list (default: the current one).
+        """
+        for old, new in mapping.items():
+            if old.type != new.type:
+                raise TypeError(f"replacing {old} of type {old.type} by {new} of type {new.type}")
+        memo: dict[Node, Node] = dict(mapping)
+        for node in self.rpo():
+            if node in memo:
+                continue
+            new_inputs = tuple(memo.get(i, i) for i in node.inputs)
+            changed = any(a is not b for a, b in zip(new_inputs, node.inputs))
+            memo[node] = node.with_inputs(new_inputs) if changed else node
+        return Graph(
+            self.inputs if inputs is None else inputs,
+            [memo.get(o, o) for o in self.outputs],
+            self.returns_tuple,
+        )
