@@ -2,5 +2,6 @@
 
 from .errors import GslEqError, UnsupportedModuleError, WorkloadError
 from .graph import Graph, from_relax, to_relax
+from .workload import Workload
 
-__all__ = ["GslEqError", "Graph", "UnsupportedModuleError", "WorkloadError", "from_relax", "to_relax"]
+__all__ = ["GslEqError", "Graph", "UnsupportedModuleError", "Workload", "WorkloadError", "from_relax", "to_relax"]

@@ -31,15 +31,17 @@ _verified_calls: set[tuple[Any, ...]] = set()
 
 def from_relax(mod: tvm.IRModule, func_name: str = "main") -> Graph:
     """Load function ``func_name`` of ``mod`` into a :class:`Graph`."""
-    if func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
-        raise UnsupportedModuleError(f"module has no function {func_name!r}")
-    others = sorted(gv.name_hint for gv in mod.get_global_vars() if gv.name_hint != func_name)
-    if others:
-        raise UnsupportedModuleError(f"module holds functions other than {func_name!r}: {others}; only a single Relax function is supported")
+    names = sorted(gv.name_hint for gv in mod.get_global_vars())
+    if func_name not in names:
+        raise UnsupportedModuleError(f"module has no function {func_name!r} (it has {names})")
     func = mod[func_name]
     if not isinstance(func, relax.Function):
         raise UnsupportedModuleError(f"{func_name!r} is a {type(func).__name__}, not a Relax function")
-    return _Loader(func_name).load(func)
+    graph = _Loader(func_name).load(func)
+    others = [n for n in names if n != func_name]
+    if others:
+        raise UnsupportedModuleError(f"module holds functions other than {func_name!r}: {others}; they would be lost")
+    return graph
 
 
 class _Loader:
@@ -66,9 +68,9 @@ class _Loader:
             for binding in block.bindings:
                 if isinstance(binding, relax.MatchCast):
                     raise UnsupportedModuleError(f"{self.where(binding.var)}: match_cast is not supported")
+                self.env[binding.var] = self.node(binding.value, binding.var)
                 if not dataflow:
                     raise UnsupportedModuleError(f"{self.where(binding.var)}: non-dataflow code ({_construct(binding.value)} outside a dataflow block)")
-                self.env[binding.var] = self.node(binding.value, binding.var)
         result = body.body
         if isinstance(result, relax.Var) and result in self.env and self.env[result].kind is Kind.TUPLE:
             return Graph(params, self.env[result].inputs, returns_tuple=True)
@@ -97,6 +99,10 @@ class _Loader:
         if not isinstance(call.op, tvm.ir.Op):
             callee = getattr(call.op, "name_hint", None) or getattr(call.op, "global_symbol", None) or type(call.op).__name__
             raise UnsupportedModuleError(f"{where}: call to another function ({callee}); only Relax ops are supported")
+        callees = [a for a in call.args if isinstance(a, (tvm.ir.GlobalVar, relax.ExternFunc))]
+        if callees:
+            callee = getattr(callees[0], "name_hint", None) or callees[0].global_symbol
+            raise UnsupportedModuleError(f"{where}: call to another function ({call.op.name} of {callee}); only Relax ops are supported")
         if call.ty_args:
             raise UnsupportedModuleError(f"{where}: {call.op.name} has type arguments; only plain op calls are supported")
         sig, args, attrs = ops.split_call(call, where)

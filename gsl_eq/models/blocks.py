@@ -1,0 +1,85 @@
+"""Small building blocks of well-known networks, as Relax expressions and Workloads.
+
+Each ``*_block`` function returns a :class:`~gsl_eq.Workload` with random
+parameters and the runtime input ``x``; they are the models the tests and the
+demo use. The helpers (``conv``, ``bn``, ``dense``...) build Relax expressions
+and name every parameter they create after the layer.
+"""
+
+from __future__ import annotations
+
+from tvm import relax
+
+from ..workload import Workload
+
+R = relax.op
+
+
+def var(name: str, *shape: int, dtype: str = "float32") -> relax.Var:
+    return relax.Var(name, relax.TensorType(shape, dtype))
+
+
+def conv(x: relax.Expr, name: str, in_ch: int, out_ch: int, k: int = 1, stride: int = 1, groups: int = 1) -> relax.Expr:
+    w = var(f"{name}_w", out_ch, in_ch // groups, k, k)
+    return R.nn.conv2d(x, w, strides=stride, padding=k // 2, groups=groups)
+
+
+def bn(x: relax.Expr, name: str, ch: int) -> relax.Expr:
+    stats = [var(f"{name}_{p}", ch) for p in ("gamma", "beta", "mean", "var")]
+    return relax.TupleGetItem(R.nn.batch_norm(x, *stats, axis=1, training=False), 0)
+
+
+def dense(x: relax.Expr, name: str, in_dim: int, out_dim: int) -> relax.Expr:
+    return R.add(R.matmul(x, var(f"{name}_w", in_dim, out_dim)), var(f"{name}_b", out_dim))
+
+
+def layer_norm(x: relax.Expr, name: str, dim: int) -> relax.Expr:
+    return R.nn.layer_norm(x, var(f"{name}_gamma", dim), var(f"{name}_beta", dim), axes=[-1])
+
+
+def diamond_conv() -> Workload:
+    """Seed 002's example: conv2d(x, w1) + conv2d(x, w2)."""
+    x = var("x", 2, 2, 4, 4)
+    y = R.add(R.nn.conv2d(x, var("w1", 4, 2, 1, 1)), R.nn.conv2d(x, var("w2", 4, 2, 1, 1)))
+    return Workload.from_expr(y, {"x"})
+
+
+def resnet_bottleneck(ch: int = 64, mid: int = 16, size: int = 8) -> Workload:
+    """A ResNet-50 bottleneck: three conv + batch_norm (+ relu) and the identity shortcut."""
+    x = var("x", 1, ch, size, size)
+    h = R.nn.relu(bn(conv(x, "conv1", ch, mid), "bn1", mid))
+    h = R.nn.relu(bn(conv(h, "conv2", mid, mid, k=3), "bn2", mid))
+    h = bn(conv(h, "conv3", mid, ch), "bn3", ch)
+    return Workload.from_expr(R.nn.relu(R.add(h, x)), {"x"})
+
+
+def inception_block(ch: int = 32, size: int = 8) -> Workload:
+    """An Inception-style block: four parallel branches, concatenated, then split in two."""
+    x = var("x", 1, ch, size, size)
+    b1 = R.nn.relu(conv(x, "b1", ch, 16))
+    b2 = R.nn.relu(conv(R.nn.relu(conv(x, "b2a", ch, 8)), "b2b", 8, 16, k=3))
+    b3 = R.nn.relu(conv(R.nn.relu(conv(x, "b3a", ch, 8)), "b3b", 8, 8, k=5))
+    b4 = R.nn.relu(conv(R.nn.max_pool2d(x, 3, padding=1), "b4", ch, 8))
+    cat = R.concat([b1, b2, b3, b4], axis=1)
+    parts = R.split(cat, 2, axis=1)
+    y = R.add(relax.TupleGetItem(parts, 0), relax.TupleGetItem(parts, 1))
+    return Workload.from_expr(y, {"x"})
+
+
+def transformer_encoder_layer(seq: int = 16, dim: int = 64, heads: int = 4, ffn: int = 128) -> Workload:
+    """A post-norm transformer encoder layer: multi-head self-attention and a GELU feed-forward."""
+    x = var("x", 1, seq, dim)
+    head_dim = dim // heads
+
+    def split_heads(t: relax.Expr) -> relax.Expr:
+        return R.permute_dims(R.reshape(t, (1, seq, heads, head_dim)), [0, 2, 1, 3])
+
+    q = split_heads(dense(x, "q", dim, dim))
+    k = split_heads(dense(x, "k", dim, dim))
+    v = split_heads(dense(x, "v", dim, dim))
+    scores = R.divide(R.matmul(q, R.permute_dims(k, [0, 1, 3, 2])), relax.const(head_dim**0.5, "float32"))
+    attn = R.matmul(R.nn.softmax(scores, axis=-1), v)
+    attn = R.reshape(R.permute_dims(attn, [0, 2, 1, 3]), (1, seq, dim))
+    h = layer_norm(R.add(x, dense(attn, "o", dim, dim)), "ln1", dim)
+    ff = dense(R.nn.gelu(dense(h, "ff1", dim, ffn)), "ff2", ffn, dim)
+    return Workload.from_expr(layer_norm(R.add(h, ff), "ln2", dim), {"x"})

@@ -1,0 +1,295 @@
+"""Workload: a Relax module together with its model parameters (seed 003, W = (F, Θ)).
+
+The module's ``main`` takes runtime inputs and model parameters; ``params`` binds
+the parameters by name, every other function parameter is a runtime input.
+Workloads are values: every operation returns a new one, and the arrays a user
+hands in are copied, so nothing the user holds is changed.
+
+    x = relax.Var("x", relax.TensorType((2, 2, 4, 4), "float32"))
+    w1 = relax.Var("w1", relax.TensorType((4, 2, 1, 1), "float32"))
+    w2 = relax.Var("w2", relax.TensorType((4, 2, 1, 1), "float32"))
+    y = relax.op.nn.conv2d(x, w1) + relax.op.nn.conv2d(x, w2)
+    wl = Workload.from_expr(y, {"x"})
+    out = wl(x=np.random.rand(2, 2, 4, 4))
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import tvm
+from tvm import relax
+
+from .errors import WorkloadError
+from .graph import Graph, Kind, Node, TensorType, from_relax, to_relax
+
+
+class Workload:
+    """A Relax module and its parameters: what gsl_eq loads, rewrites, runs and compares."""
+
+    def __init__(self, mod: tvm.IRModule, params: Mapping[str, Any] | None = None):
+        self._mod = mod
+        self._graph = from_relax(mod)
+        declared = {v.name: v.type for v in self._graph.inputs}
+        frozen: dict[str, np.ndarray] = {}
+        for name, value in (params or {}).items():
+            if name not in declared:
+                raise WorkloadError(f"parameter {name!r} is not a parameter of main (main takes {sorted(declared)})")
+            array = _to_numpy(value)
+            expected = declared[name]
+            if array.shape != expected.shape or str(array.dtype) != expected.dtype:
+                raise WorkloadError(
+                    f"parameter {name!r}: array of shape {array.shape} and dtype {array.dtype}, "
+                    f"main declares {expected.shape} {expected.dtype}"
+                )
+            array = array.copy()
+            array.flags.writeable = False
+            frozen[name] = array
+        self._params = MappingProxyType(frozen)
+        self._vm: relax.VirtualMachine | None = None
+
+    @staticmethod
+    def from_graph(graph: Graph, params: Mapping[str, Any]) -> "Workload":
+        """The workload of ``graph`` with those of ``params`` the graph still takes."""
+        names = {v.name for v in graph.inputs}
+        return Workload(to_relax(graph), {k: v for k, v in params.items() if k in names})
+
+    @staticmethod
+    def from_expr(expr: relax.Expr, input_names: Iterable[str], dtype: str = "float32", seed: int = 0) -> "Workload":
+        """Build a workload from a Relax expression over ``relax.Var``s.
+
+        Variables named in ``input_names`` stay runtime inputs; every other free
+        variable becomes a parameter with a random value drawn from ``seed``:
+        vectors and scalars (biases, scales, statistics) from U[0.5, 1.5), so
+        variances stay positive; tensors of rank >= 2 (weights) from
+        U[-b, b) with b = 1/sqrt(fan_in), fan_in being the product of all
+        dimensions but the first, so deep models keep activations in range.
+        ``dtype`` is the dtype of floating-point parameters' values when a
+        variable has none of its own.
+        """
+        inputs = set(input_names)
+        free = list(relax.analysis.free_vars(expr))
+        missing = inputs - {v.name for v in free}
+        if missing:
+            raise WorkloadError(f"input_names {sorted(missing)} are not variables of the expression")
+        bb = relax.BlockBuilder()
+        with bb.function("main", free):
+            with bb.dataflow():
+                out = bb.emit_output(expr)
+            bb.emit_func_output(out)
+        rng = np.random.default_rng(seed)
+        params = {v.name: random_array(v.ty, rng, dtype) for v in free if v.name not in inputs}
+        return Workload(bb.get(), params)
+
+    @staticmethod
+    def from_torch(module: Any, example_inputs: Sequence[Any]) -> "Workload":
+        """Import a ``torch.nn.Module`` through ``torch.export`` and TVM's Relax frontend.
+
+        The module is exported in evaluation mode (on a copy: the caller's module
+        is untouched); its parameters and buffers become the workload's parameters.
+        """
+        import torch
+        from tvm.relax.frontend.torch import from_exported_program
+
+        model = copy.deepcopy(module).eval()
+        with torch.no_grad():
+            exported = torch.export.export(model, tuple(example_inputs))
+        mod = from_exported_program(exported, keep_params_as_input=True)
+        mod, detached = relax.frontend.detach_params(mod)
+        func = mod["main"]
+        num_input = int(func.attrs["num_input"]) if func.attrs and "num_input" in func.attrs else len(example_inputs)
+        names = [p.name for p in func.params[num_input:]]
+        values = detached.get("main", [])
+        return Workload(mod, {n: v.numpy() for n, v in zip(names, values)})
+
+    @property
+    def mod(self) -> tvm.IRModule:
+        """The Relax module (an immutable TVM object)."""
+        return self._mod
+
+    @property
+    def params(self) -> Mapping[str, np.ndarray]:
+        """Parameters by name, read-only."""
+        return self._params
+
+    @property
+    def graph(self) -> Graph:
+        """The computation graph of ``main``."""
+        return self._graph
+
+    @property
+    def input_names(self) -> list[str]:
+        """Names of the runtime inputs, in signature order."""
+        return [v.name for v in self._graph.inputs if v.name not in self._params]
+
+    def build(self, target: str = "llvm") -> "Workload":
+        """Compile the module with TVM for ``target`` (CPU); returns self for chaining."""
+        executable = relax.build(self._mod, target=target)
+        self._vm = relax.VirtualMachine(executable, tvm.cpu())
+        return self
+
+    def __call__(self, *args: Any, **inputs: Any) -> np.ndarray | tuple[np.ndarray, ...]:
+        """Run on the given inputs (positional in signature order, or by name).
+
+        Inputs are cast to the declared dtype. Returns an array, or a tuple of
+        arrays when ``main`` returns a tuple.
+        """
+        names = self.input_names
+        if len(args) > len(names):
+            raise WorkloadError(f"{len(args)} positional inputs given, the workload takes {len(names)}: {names}")
+        given = dict(zip(names, args))
+        for name, value in inputs.items():
+            if name not in names:
+                raise WorkloadError(f"unknown input {name!r}; the workload's inputs are {names}")
+            if name in given:
+                raise WorkloadError(f"input {name!r} given twice")
+            given[name] = value
+        if self._vm is None:
+            self.build()
+        arguments = []
+        for var in self._graph.inputs:
+            if var.name in self._params:
+                arguments.append(self._params[var.name])
+                continue
+            if var.name not in given:
+                raise WorkloadError(f"missing input {var.name!r}")
+            array = _to_numpy(given[var.name]).astype(var.type.dtype, copy=False)
+            if array.shape != var.type.shape:
+                raise WorkloadError(f"input {var.name!r}: shape {array.shape}, the workload expects {var.type.shape}")
+            arguments.append(array)
+        result = self._vm["main"](*[tvm.runtime.tensor(np.ascontiguousarray(a)) for a in arguments])
+        return _from_tvm(result)
+
+    def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
+        """Deterministic random values for every runtime input, by name."""
+        rng = np.random.default_rng(seed)
+        types = {v.name: v.type for v in self._graph.inputs}
+        return {name: _random_of(types[name], rng) for name in self.input_names}
+
+    def fold_params(self) -> "Workload":
+        """Precompute every subgraph computed only from parameters and constants.
+
+        Each maximal such subgraph feeding the rest of the graph becomes a new
+        parameter ``v_param_<k>`` whose value TVM computes; parameters no longer
+        read are dropped (GSL's parameter folding).
+        """
+        graph = self._graph
+        folded = _foldable(graph, set(self._params))
+        succ = graph.successors()
+        outputs = set(graph.outputs)
+        frontier = [
+            n for n in graph.rpo()
+            if n in folded and n.kind in (Kind.CALL, Kind.GETITEM) and isinstance(n.type, TensorType)
+            and (n in outputs or any(s not in folded for s in succ[n]))
+        ]
+        if not frontier:
+            return self
+        used_params = [v for v in graph.inputs if v.name in self._params]
+        values = Workload(to_relax(Graph(used_params, frontier, returns_tuple=True)), self._params)()
+        taken = {v.name for v in graph.inputs}
+        new_vars, new_params = {}, dict(self._params)
+        counter = 0
+        for node, value in zip(frontier, values):
+            counter += 1
+            while f"v_param_{counter}" in taken:
+                counter += 1
+            name = f"v_param_{counter}"
+            new_vars[node] = Node.var(name, node.type)
+            new_params[name] = value
+        rewritten = graph.replace(new_vars)
+        reachable = set(rewritten.rpo())
+        inputs = [v for v in graph.inputs if v.name not in self._params or v in reachable]
+        inputs += [v for v in new_vars.values() if v in reachable]
+        return Workload.from_graph(Graph(inputs, rewritten.outputs, rewritten.returns_tuple), new_params)
+
+    def visualize(self, path: str | Path) -> Path:
+        """Draw the graph with graphviz.
+
+        A ``.dot``/``.gv`` path gets the DOT source; any other suffix (``.svg``,
+        ``.png``, ``.pdf``) is rendered by graphviz's ``dot`` program.
+        """
+        import graphviz
+
+        path = Path(path)
+        dot = graphviz.Digraph(name="main", graph_attr={"rankdir": "TB"}, node_attr={"fontsize": "10"})
+        ids = {}
+        for i, node in enumerate(self._graph.rpo()):
+            ids[node] = f"n{i}"
+            dot.node(ids[node], _label(node, node.kind is Kind.VAR and node.name in self._params), shape=_shape(node))
+            for j, pred in enumerate(node.inputs):
+                dot.edge(ids[pred], ids[node], label=str(j) if len(node.inputs) > 1 else None)
+        for k, out in enumerate(self._graph.outputs):
+            dot.node(f"out{k}", f"output {k}", shape="plaintext")
+            dot.edge(ids[out], f"out{k}")
+        if path.suffix in (".dot", ".gv"):
+            path.write_text(dot.source)
+            return path
+        try:
+            rendered = dot.render(outfile=str(path), cleanup=True)
+        except graphviz.ExecutableNotFound:
+            raise WorkloadError(f"cannot render {path}: graphviz's 'dot' program is not installed; save as .dot instead") from None
+        return Path(rendered)
+
+    def __repr__(self) -> str:
+        return f"Workload({len(self._graph)} nodes, inputs {self.input_names}, {len(self._params)} params)"
+
+
+def random_array(ty: Any, rng: np.random.Generator, dtype: str = "float32") -> np.ndarray:
+    """A random value for a parameter of Relax type ``ty`` (see :meth:`Workload.from_expr`)."""
+    return _random_of(TensorType(tuple(int(d) for d in ty.shape.values), str(ty.dtype) or dtype), rng)
+
+
+def _random_of(ty: TensorType, rng: np.random.Generator) -> np.ndarray:
+    if np.issubdtype(np.dtype(ty.dtype), np.integer):
+        return rng.integers(0, 8, size=ty.shape).astype(ty.dtype)
+    if ty.dtype == "bool":
+        return rng.random(ty.shape) < 0.5
+    if len(ty.shape) < 2:
+        return rng.uniform(0.5, 1.5, size=ty.shape).astype(ty.dtype)
+    bound = 1.0 / math.sqrt(max(1, math.prod(ty.shape[1:])))
+    return rng.uniform(-bound, bound, size=ty.shape).astype(ty.dtype)
+
+
+def _foldable(graph: Graph, params: set[str]) -> set[Node]:
+    folded: set[Node] = set()
+    for node in graph.rpo():
+        if node.kind is Kind.VAR:
+            if node.name in params:
+                folded.add(node)
+        elif node.kind is Kind.CONST or all(i in folded for i in node.inputs):
+            folded.add(node)
+    return folded
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    if isinstance(value, tvm.runtime.Tensor):
+        return value.numpy()
+    if hasattr(value, "detach"):  # a torch tensor
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def _from_tvm(value: Any) -> np.ndarray | tuple:
+    if isinstance(value, tvm.runtime.Tensor):
+        return value.numpy()
+    return tuple(_from_tvm(v) for v in value)
+
+
+def _label(node: Node, is_param: bool) -> str:
+    ty = str(node.type.shape) if isinstance(node.type, TensorType) else "tuple"
+    if node.kind is Kind.VAR:
+        return f"{'param' if is_param else 'input'} {node.name}\n{ty}"
+    if node.kind is Kind.CALL:
+        return f"{node.op.removeprefix('relax.')}\n{ty}"
+    if node.kind is Kind.GETITEM:
+        return f"[{node.attrs['index']}]\n{ty}"
+    return f"{node.kind.value}\n{ty}"
+
+
+def _shape(node: Node) -> str:
+    return {Kind.VAR: "ellipse", Kind.CONST: "note", Kind.TUPLE: "point"}.get(node.kind, "box")

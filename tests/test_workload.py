@@ -1,0 +1,156 @@
+"""Workload: parameters, running, folding, drawing; never mutating what it was given."""
+
+import shutil
+
+import numpy as np
+import pytest
+import tvm_ffi
+from tvm import relax
+
+from gsl_eq import WorkloadError
+from gsl_eq.graph import Graph, Kind, Node
+from gsl_eq.models import diamond_conv, resnet_bottleneck
+from gsl_eq import Workload
+
+R = relax.op
+
+
+def tvar(name, *shape):
+    return relax.Var(name, relax.TensorType(shape, "float32"))
+
+
+def diamond_expr():
+    x, w1, w2 = tvar("x", 2, 2, 4, 4), tvar("w1", 4, 2, 1, 1), tvar("w2", 4, 2, 1, 1)
+    return R.add(R.nn.conv2d(x, w1), R.nn.conv2d(x, w2))
+
+
+def test_from_expr_keeps_inputs_and_draws_params_by_seed():
+    a = Workload.from_expr(diamond_expr(), {"x"}, seed=3)
+    b = Workload.from_expr(diamond_expr(), {"x"}, seed=3)
+    c = Workload.from_expr(diamond_expr(), {"x"}, seed=4)
+    assert [p.name for p in a.mod["main"].params] == ["x", "w1", "w2"]
+    assert a.input_names == ["x"] and list(a.params) == ["w1", "w2"]
+    for name in a.params:
+        np.testing.assert_array_equal(a.params[name], b.params[name])
+        assert not np.array_equal(a.params[name], c.params[name])
+        assert a.params[name].dtype == np.float32 and a.params[name].shape == (4, 2, 1, 1)
+
+
+def test_from_expr_rejects_unknown_input_names():
+    with pytest.raises(WorkloadError, match=r"\['y'\] are not variables"):
+        Workload.from_expr(diamond_expr(), {"x", "y"})
+
+
+def test_run_matches_numpy_reference_and_casts_inputs():
+    wl = diamond_conv()
+    x = np.random.default_rng(0).random((2, 2, 4, 4))  # float64, as in seed 002
+    w = wl.params["w1"][:, :, 0, 0] + wl.params["w2"][:, :, 0, 0]
+    expected = np.einsum("oc,nchw->nohw", w, x.astype("float32"))
+    np.testing.assert_allclose(wl(x=x), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(wl(x), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_bad_params_and_inputs_are_reported():
+    mod = diamond_conv().mod
+    with pytest.raises(WorkloadError, match="'w3' is not a parameter of main"):
+        Workload(mod, {"w3": np.zeros((4, 2, 1, 1), "float32")})
+    with pytest.raises(WorkloadError, match=r"'w1': array of shape \(4, 2\)"):
+        Workload(mod, {"w1": np.zeros((4, 2), "float32")})
+    with pytest.raises(WorkloadError, match="dtype float64"):
+        Workload(mod, {"w1": np.zeros((4, 2, 1, 1))})
+    wl = diamond_conv()
+    with pytest.raises(WorkloadError, match="missing input 'x'"):
+        wl()
+    with pytest.raises(WorkloadError, match="unknown input 'y'"):
+        wl(y=np.zeros(3))
+    with pytest.raises(WorkloadError, match=r"input 'x': shape \(2, 2\)"):
+        wl(x=np.zeros((2, 2)))
+
+
+def test_workload_never_mutates_what_it_is_given():
+    wl = diamond_conv()
+    user = {k: v.copy() for k, v in wl.params.items()}
+    snapshot = {k: v.copy() for k, v in user.items()}
+    mod = wl.mod
+    other = Workload(mod, user)
+    user["w1"][...] = 0  # the workload holds its own copy
+    np.testing.assert_array_equal(other.params["w1"], snapshot["w1"])
+    with pytest.raises(ValueError):
+        other.params["w1"][...] = 1  # and does not let it be changed in place
+    with pytest.raises(TypeError):
+        other.params["w9"] = np.zeros(1)
+    script = mod.script()
+    other.fold_params()
+    other.build()
+    other(**other.random_inputs())
+    assert mod.script() == script
+    assert tvm_ffi.structural_equal(other.mod, mod)
+
+
+def rewritten_diamond(wl: Workload) -> Workload:
+    """The diamond after its substitution, before folding: conv2d(x, w1 + w2)."""
+    x, w1, w2 = wl.graph.inputs
+    conv = Node.call("relax.nn.conv2d", [x, Node.call("relax.add", [w1, w2])])
+    return Workload.from_graph(Graph([x, w1, w2], [conv]), wl.params)
+
+
+def test_fold_params_precomputes_parameter_only_subgraphs():
+    wl = diamond_conv()
+    unfolded = rewritten_diamond(wl)
+    folded = unfolded.fold_params()
+    assert [p.name for p in folded.mod["main"].params] == ["x", "v_param_1"]
+    assert list(folded.params) == ["v_param_1"]
+    np.testing.assert_allclose(folded.params["v_param_1"], wl.params["w1"] + wl.params["w2"], rtol=1e-6)
+    assert folded.graph.op_counts() == {"relax.nn.conv2d": 1}
+    inputs = wl.random_inputs()
+    np.testing.assert_allclose(folded(**inputs), wl(**inputs), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(folded(**inputs), unfolded(**inputs), rtol=1e-6, atol=1e-7)
+
+
+def test_fold_params_folds_chains_constants_and_tuples():
+    x, w, b = tvar("x", 1, 8), tvar("w", 8, 8), tvar("b", 8)
+    parts = R.split(R.multiply(w, relax.const(2.0, "float32")), 2, axis=0)
+    weight = R.concat([relax.TupleGetItem(parts, 1), relax.TupleGetItem(parts, 0)], axis=0)
+    scaled_bias = R.exp(R.reshape(b, (1, 8)))
+    y = R.add(R.matmul(x, R.permute_dims(weight, [1, 0])), scaled_bias)
+    wl = Workload.from_expr(y, {"x"})
+    folded = wl.fold_params()
+    g = folded.graph
+    assert set(folded.params) == {"v_param_1", "v_param_2"}
+    assert g.op_counts() == {"relax.matmul": 1, "relax.add": 1}
+    for node in g.rpo():  # no computation reads only parameters and constants
+        if node.kind is Kind.CALL:
+            assert any(i.kind is Kind.VAR and i.name in folded.input_names for i in _leaves(node))
+    inputs = wl.random_inputs()
+    np.testing.assert_allclose(folded(**inputs), wl(**inputs), rtol=1e-5, atol=1e-6)
+    assert folded.fold_params() is folded
+
+
+def _leaves(node):
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if not n.inputs:
+            yield n
+        stack.extend(n.inputs)
+
+
+def test_fold_params_on_a_real_block_keeps_outputs():
+    wl = resnet_bottleneck()
+    folded = wl.fold_params()  # nothing is parameter-only here
+    assert folded is wl
+
+
+def test_visualize_writes_dot_and_renders_when_graphviz_is_there(tmp_path):
+    wl = diamond_conv()
+    dot = wl.visualize(tmp_path / "diamond.dot").read_text()
+    assert dot.count("conv2d") == 2 and "add" in dot and "input x" in dot and "param w1" in dot
+    assert dot.count("->") == 7  # 6 graph edges and one to the output
+    if shutil.which("dot"):
+        assert wl.visualize(tmp_path / "diamond.svg").read_text().startswith("<?xml")
+    else:
+        with pytest.raises(WorkloadError, match="'dot' program is not installed"):
+            wl.visualize(tmp_path / "diamond.svg")
