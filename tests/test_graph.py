@@ -112,3 +112,26 @@ def test_replace_copies_downstream_and_keeps_the_rest():
     assert set(g.rpo()) >= {v["v5"], v["v8"]}  # the original graph is unchanged
     with pytest.raises(TypeError, match="replacing"):
         g.replace({v["v5"]: Node.call("relax.sum", [v["v3"]])})
+
+
+def test_replace_applies_chained_rewrites_in_one_pass():
+    x = Node.var("x", T)
+    a = relu(x)
+    b = Node.call("relax.exp", [a])
+    c = Node.call("relax.sqrt", [b])
+    g = Graph([x], [c])
+    new_a = Node.call("relax.negative", [x])
+    new_c = Node.call("relax.tanh", [b])  # reads b, which reads the replaced a
+    g2 = g.replace({a: new_a, c: new_c})
+    (out,) = g2.outputs
+    assert out.op == "relax.tanh" and out.inputs[0].op == "relax.exp"
+    assert out.inputs[0].inputs[0] is new_a
+    assert [n.op for n in g2.rpo()[1:]] == ["relax.negative", "relax.exp", "relax.tanh"]
+
+
+def test_replace_refuses_a_cycle():
+    x = Node.var("x", T)
+    a = relu(x)
+    b = Node.call("relax.exp", [a])
+    with pytest.raises(ValueError, match="depend on itself"):
+        Graph([x], [b]).replace({a: Node.call("relax.negative", [b])})

@@ -182,22 +182,39 @@ class Graph:
     def replace(self, mapping: Mapping[Node, Node], inputs: Iterable[Node] | None = None) -> "Graph":
         """A new graph where each key of ``mapping`` is replaced by its value.
 
-        Nodes downstream of a replaced node are copied to read the new values;
-        replacement nodes are used as given. ``inputs`` gives the new parameter
-        list (default: the current one).
+        Every node reading a replaced node, in the graph or inside another
+        replacement, is copied to read the new value, so a batch of disjoint
+        rewrites whose results feed each other is applied in one linear pass.
+        ``inputs`` gives the new parameter list (default: the current one).
         """
         for old, new in mapping.items():
             if old.type != new.type:
                 raise TypeError(f"replacing {old} of type {old.type} by {new} of type {new.type}")
-        memo: dict[Node, Node] = dict(mapping)
-        for node in self.rpo():
+        memo: dict[Node, Node] = {}
+        open_nodes: set[Node] = set()
+        # Post-order over the graph in which a replaced node's only predecessor is its replacement.
+        stack = [(o, False) for o in reversed(self.outputs)]
+        while stack:
+            node, ready = stack.pop()
             if node in memo:
                 continue
-            new_inputs = tuple(memo.get(i, i) for i in node.inputs)
+            preds = (mapping[node],) if node in mapping else node.inputs
+            if not ready:
+                if node in open_nodes:
+                    raise ValueError(f"replacing {node} makes it depend on itself")
+                open_nodes.add(node)
+                stack.append((node, True))
+                stack.extend((p, False) for p in reversed(preds) if p not in memo)
+                continue
+            open_nodes.discard(node)
+            if node in mapping:
+                memo[node] = memo[mapping[node]]
+                continue
+            new_inputs = tuple(memo[i] for i in node.inputs)
             changed = any(a is not b for a, b in zip(new_inputs, node.inputs))
             memo[node] = node.with_inputs(new_inputs) if changed else node
         return Graph(
             self.inputs if inputs is None else inputs,
-            [memo.get(o, o) for o in self.outputs],
+            [memo[o] for o in self.outputs],
             self.returns_tuple,
         )
