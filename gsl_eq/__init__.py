@@ -1,7 +1,11 @@
 """gsl_eq: GSL graph substitution rules for TVM Relax, greedy or by equality saturation."""
 
 from .errors import GslEqError, UnsupportedModuleError, WorkloadError
+from .frontend import GSLError, Subst, attr, op, pat, spec
 from .graph import Graph, from_relax, to_relax
 from .workload import Workload
 
-__all__ = ["GslEqError", "Graph", "UnsupportedModuleError", "Workload", "WorkloadError", "from_relax", "to_relax"]
+__all__ = [
+    "GSLError", "GslEqError", "Graph", "Subst", "UnsupportedModuleError", "Workload", "WorkloadError",
+    "attr", "from_relax", "op", "pat", "spec", "to_relax",
+]

@@ -1,0 +1,81 @@
+"""``Subst``: a graph substitution rule, checked and prepared for execution.
+
+    subst = Subst(y1, y2)                              # one output each
+    subst = Subst([conv1, conv2], [split[0], split[1]])  # paired outputs
+    subst = Subst(src, tgt)                            # variadic outputs
+
+Building a rule runs every semantic check (see :mod:`gsl_eq.frontend.check`)
+and precomputes what executors read: the source and target pattern graphs
+(reverse post-order, successor lists, inputs, outputs) and the target attribute
+expressions worth memoizing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from . import attr as A
+from . import check
+from .errors import InvalidOperandError, Loc, user_location
+from .pat import Pattern, Variadic
+from .pattern_graph import PatternGraph
+
+
+class Subst:
+    """A substitution rule from source pattern(s) to target pattern(s).
+
+    ``src`` and ``tgt`` are each one pattern or a list of output patterns, the
+    k-th source output being replaced by the k-th target output; a variadic on
+    both sides pairs up their instances. Raises a :class:`GSLError` subclass
+    naming the faulty element and its line when the rule is malformed.
+    """
+
+    source: PatternGraph
+    target: PatternGraph
+    memoizable: frozenset[A.AttrExpr]
+
+    def __init__(self, src: Pattern | Sequence[Pattern], tgt: Pattern | Sequence[Pattern]):
+        self.loc: Loc = user_location()
+        src_outputs, tgt_outputs = _outputs(src, "source", self.loc), _outputs(tgt, "target", self.loc)
+        check.check_outputs(src_outputs, tgt_outputs, self.loc)
+        self.source = PatternGraph(src_outputs)
+        self.target = PatternGraph(tgt_outputs, boundary=self.source.vertices)
+        owner = check.template_owners(self.source, self.target)
+        check.check_source(self.source, owner, self.loc)
+        check.check_target(self.source, self.target, owner, self.loc)
+        order = check.OrderChecker(owner)
+        matched = order.run(self.source)
+        order.run(self.target, known=matched)
+        #: Target attribute expressions whose value may be memoized while rewriting.
+        self.memoizable = check.memoizable(check.attribute_roots(self.target))
+        #: Templates of every variadic of the rule, each with its variadic.
+        self.template_owner: dict[Pattern, Variadic] = owner
+
+    @property
+    def inputs(self) -> tuple[Pattern, ...]:
+        """The source's input patterns, in reverse post-order."""
+        return self.source.inputs
+
+    @property
+    def src_outputs(self) -> tuple[Pattern, ...]:
+        return self.source.outputs
+
+    @property
+    def tgt_outputs(self) -> tuple[Pattern, ...]:
+        return self.target.outputs
+
+    @property
+    def variadic(self) -> bool:
+        """Whether the outputs are variadic (one ``pat.Variadic`` on each side)."""
+        return isinstance(self.source.outputs[0], Variadic)
+
+    def __repr__(self) -> str:
+        return f"<Subst {len(self.source)} source / {len(self.target)} target patterns @ {self.loc}>"
+
+
+def _outputs(side: Any, name: str, loc: Loc) -> tuple[Pattern, ...]:
+    outputs = tuple(side) if isinstance(side, (list, tuple)) else (side,)
+    for p in outputs:
+        if not isinstance(p, Pattern):
+            raise InvalidOperandError(f"{name} output {p!r} is not a pattern", loc)
+    return outputs
