@@ -12,13 +12,16 @@ expressions worth memoizing.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from . import attr as A
 from . import check
 from .errors import InvalidOperandError, Loc, user_location
 from .pat import Pattern, Variadic
 from .pattern_graph import PatternGraph
+
+if TYPE_CHECKING:
+    from ..workload import Workload
 
 
 class Subst:
@@ -34,8 +37,10 @@ class Subst:
     target: PatternGraph
     memoizable: frozenset[A.AttrExpr]
 
-    def __init__(self, src: Pattern | Sequence[Pattern], tgt: Pattern | Sequence[Pattern]):
+    def __init__(self, src: Pattern | Sequence[Pattern], tgt: Pattern | Sequence[Pattern], name: str | None = None):
         self.loc: Loc = user_location()
+        #: A name for reports; defaults to the file:line that built the rule.
+        self.name: str = name or f"{self.loc.filename.rsplit('/', 1)[-1]}:{self.loc.lineno}"
         src_outputs, tgt_outputs = _outputs(src, "source", self.loc), _outputs(tgt, "target", self.loc)
         check.check_outputs(src_outputs, tgt_outputs, self.loc)
         self.source = PatternGraph(src_outputs)
@@ -68,6 +73,16 @@ class Subst:
     def variadic(self) -> bool:
         """Whether the outputs are variadic (one ``pat.Variadic`` on each side)."""
         return isinstance(self.source.outputs[0], Variadic)
+
+    def __call__(self, wl: "Workload", fold_params: bool = True) -> "Workload":
+        """Apply the rule to workload ``wl`` until no match is left (greedy mode); returns a new workload.
+
+        With ``fold_params``, computations on parameters only are then folded
+        into new parameters (``v_param_1``, ...), as in GSL.
+        """
+        from ..greedy import rewrite  # the executor is chosen at run time; the language does not depend on it
+
+        return rewrite(wl, self, fold_params=fold_params)[0]
 
     def __repr__(self) -> str:
         return f"<Subst {len(self.source)} source / {len(self.target)} target patterns @ {self.loc}>"

@@ -73,11 +73,15 @@ class Node:
 
     @staticmethod
     def call(op: str, inputs: Sequence["Node"], attrs: Mapping[str, Any] | None = None, type: Type | None = None) -> "Node":
-        """A call of Relax op ``op``; its type is inferred by TVM unless given."""
+        """A call of Relax op ``op``.
+
+        Unless ``type`` is given (by the loader, from TVM), TVM infers it and
+        completes ``attrs`` with their canonical defaults.
+        """
         sig = ops.signature(op)
         attrs = dict(attrs or {})
         if type is None:
-            type = ops.infer_type(sig.name, attrs, [i.type for i in inputs])
+            type, attrs = ops.infer(sig.name, attrs, [i.type for i in inputs])
         return Node(Kind.CALL, type, inputs, op=sig.name, attrs=attrs)
 
     @staticmethod

@@ -158,25 +158,34 @@ def freeze(attrs: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
 
 
 @functools.lru_cache(maxsize=65536)
-def _infer(op: str, attrs_key: tuple[tuple[str, Any], ...], input_types: tuple[Type, ...]) -> Type:
+def _infer(op: str, attrs_key: tuple[tuple[str, Any], ...], input_types: tuple[Type, ...]) -> tuple[Type, tuple[tuple[str, Any], ...]]:
     bb = relax.BlockBuilder()
     args = [relax.Var(f"in{i}", to_relax_type(t)) for i, t in enumerate(input_types)]
     with bb.testing_scope(def_vars=[]):
-        value = bb.normalize(make_call(op, args, dict(attrs_key)))
-    return from_relax_type(value.ty, f"{op}{dict(attrs_key)}")
+        call = make_call(op, args, dict(attrs_key))
+        value = bb.normalize(call)
+    _, _, canonical = split_call(call, op)
+    return from_relax_type(value.ty, f"{op}{dict(attrs_key)}"), freeze(canonical)
 
 
-def infer_type(op: str, attrs: Mapping[str, Any], input_types: Sequence[Type]) -> Type:
-    """The output type TVM infers for a call of ``op``; cached per (op, attrs, input types).
+def infer(op: str, attrs: Mapping[str, Any], input_types: Sequence[Type]) -> tuple[Type, dict[str, Any]]:
+    """The output type TVM infers for a call of ``op``, and its complete, canonical attributes
+    (defaults filled in, normalized as TVM stores them: ``padding=1`` becomes ``(1, 1, 1, 1)``).
 
-    Raises ``TypeError`` when TVM rejects the call (wrong shapes, bad attributes).
+    Cached per (op, attrs, input types). Raises ``TypeError`` when TVM rejects the call.
     """
     try:
-        return _infer(op, freeze(attrs), tuple(input_types))
+        ty, canonical = _infer(op, freeze(attrs), tuple(input_types))
     except (tvm.error.InternalError, tvm.error.DiagnosticError, ValueError, TypeError, RuntimeError) as err:
         lines = str(err).strip().splitlines() or [type(err).__name__]
         first = re.sub(r"^In ir\.Op\(.*?support_level=\d+\), ", "", lines[-1])
         raise TypeError(f"TVM cannot type {op}{dict(attrs)} on {[str(t) for t in input_types]}: {first}") from None
+    return ty, dict(canonical)
+
+
+def infer_type(op: str, attrs: Mapping[str, Any], input_types: Sequence[Type]) -> Type:
+    """The output type TVM infers for a call of ``op`` (see :func:`infer`)."""
+    return infer(op, attrs, input_types)[0]
 
 
 def constant_array(const: Any) -> np.ndarray:

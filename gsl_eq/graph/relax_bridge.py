@@ -140,6 +140,7 @@ def to_relax(graph: Graph, func_name: str = "main") -> tvm.IRModule:
     params = [relax.Var(n.name, to_relax_type(n.type)) for n in graph.inputs]
     values: dict[Node, Any] = dict(zip(graph.inputs, params))
     bb = relax.BlockBuilder()
+    single = graph.outputs[0] if not graph.returns_tuple else None
     with bb.function(func_name, params):
         with bb.dataflow():
             for node in graph.rpo():
@@ -150,12 +151,17 @@ def to_relax(graph: Graph, func_name: str = "main") -> tvm.IRModule:
                 if node.kind is Kind.CONST:
                     values[node] = relax.const(node.value, str(node.value.dtype))
                     continue
-                values[node] = bb.emit(_expr(node, [values[i] for i in node.inputs]))
+                emit = bb.emit_output if node is single else bb.emit
+                values[node] = emit(_expr(node, [values[i] for i in node.inputs]))
                 emitted = from_relax_type(values[node].ty, f"node {node!r}")
                 if emitted != node.type:
                     raise TypeError(f"{node!r}: graph says {node.type}, TVM infers {emitted}")
-            outs = [values[o] for o in graph.outputs]
-            result = bb.emit_output(relax.Tuple(outs) if graph.returns_tuple else outs[0])
+            if graph.returns_tuple:
+                result = bb.emit_output(relax.Tuple([values[o] for o in graph.outputs]))
+            elif single.kind in (Kind.VAR, Kind.CONST):
+                result = bb.emit_output(values[single])
+            else:
+                result = values[single]
         bb.emit_func_output(result)
     return bb.get()
 
