@@ -162,7 +162,7 @@ class Workload:
             if array.shape != var.type.shape:
                 raise WorkloadError(f"input {var.name!r}: shape {array.shape}, the workload expects {var.type.shape}")
             arguments.append(array)
-        result = self._vm["main"](*[tvm.runtime.tensor(np.ascontiguousarray(a)) for a in arguments])
+        result = self._vm["main"](*[tvm.runtime.tensor(np.require(a, requirements="C")) for a in arguments])
         return _from_tvm(result)
 
     def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
-from ..frontend import Subst
+from ..frontend import Subst, spec
 from ..frontend import attr as A
 from ..frontend.errors import EvaluationError
 from ..frontend.evaluation import Env, evaluate, node_attr, satisfies
@@ -46,7 +46,8 @@ class Match:
     nodes: dict[Pattern, Node] = field(default_factory=dict)
     instances: dict[Variadic, list[Instance]] = field(default_factory=dict)
     used: set[Node] = field(default_factory=set)
-    trait_ops: dict[OpWithTrait, str] = field(default_factory=dict)
+    # Each op-with-trait stands for one op with one set of attributes: the first call it matched.
+    trait_ops: dict[OpWithTrait, Node] = field(default_factory=dict)
     alt_choice: dict[Alt, int] = field(default_factory=dict)
     outputs: list[Node] = field(default_factory=list)
 
@@ -270,12 +271,10 @@ class Matcher:
             return p.op == e.op
         bound = self.m.trait_ops.get(p.op)
         if bound is not None:
-            return bound == e.op
-        from ..frontend import spec
-
+            return bound.op == e.op and bound.attrs == e.attrs
         if not spec.has_trait(e.op, p.op.trait):
             return False
-        self.m.trait_ops[p.op] = e.op
+        self.m.trait_ops[p.op] = e
         return True
 
     def _match_alt(self, p: Alt, e: Node, scope: Scope) -> bool:

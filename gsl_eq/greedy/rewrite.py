@@ -73,9 +73,11 @@ class _Builder:
             return node_of(p, self.env(scope), self.memo)
         if isinstance(p, Call):
             inputs = [self.build(i, scope) for i in p.inputs]
-            op = p.op if isinstance(p.op, str) else self.m.trait_ops[p.op]
             attrs = {name: _plain(self.eval(expr, scope)) for name, expr in p.attrs.items()}
-            return Node.call(op, inputs, attrs)
+            if isinstance(p.op, str):
+                return Node.call(p.op, inputs, attrs)
+            bound = self.m.trait_ops[p.op]  # the op and attributes the source matched
+            return Node.call(bound.op, inputs, {**bound.attrs, **attrs})
         if isinstance(p, Tuple):
             return Node.tuple([self.build(i, scope) for i in p.inputs])
         if isinstance(p, GetItem):
@@ -185,18 +187,24 @@ def greedy(
     wl: Workload, rules: Sequence[Subst], fold_params: bool = True, max_rounds: int = 16, max_passes: int = DEFAULT_MAX_PASSES
 ) -> GreedyResult:
     """Apply ``rules`` in order, each until it no longer matches, repeating the sequence until
-    nothing changes (at most ``max_rounds`` times)."""
-    graph = wl.graph
+    nothing changes (at most ``max_rounds`` times).
+
+    With ``fold_params`` the parameters are folded after every rule that fired, as a
+    sequence of ``subst(wl)`` calls would, so a rule can match the parameters
+    another rule computed.
+    """
     fired = {rule.name: 0 for rule in rules}
     rounds, converged = 0, False
     while rounds < max_rounds:
         rounds += 1
         changed = False
         for rule in rules:
-            graph, count, _ = rewrite_graph(graph, rule, max_passes)
-            fired[rule.name] += count
-            changed |= count > 0
+            graph, count, _ = rewrite_graph(wl.graph, rule, max_passes)
+            if count:
+                wl = to_workload(graph, wl, fold_params)
+                fired[rule.name] += count
+                changed = True
         if not changed:
             converged = True
             break
-    return GreedyResult(to_workload(graph, wl, fold_params), fired, rounds, converged)
+    return GreedyResult(wl, fired, rounds, converged)

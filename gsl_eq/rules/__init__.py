@@ -1,0 +1,94 @@
+"""The rule library: GSL's rules in Relax terms, and rules mirroring TVM Relax passes.
+
+Each rule is a function returning a fresh :class:`~gsl_eq.Subst` named after it;
+the groups return lists of rules in the order a greedy run should try them
+(variadic forms before their two-output forms)::
+
+    from gsl_eq import rules
+    wl = rules.diamond_conv_add()(wl)          # one rule, until no match is left
+    result = gsl_eq.greedy.greedy(wl, rules.default())
+
+Groups: :func:`structure` (ops undoing each other, tuple forwarding),
+:func:`fusion` (merging convs, matmuls, element-wise ops, bias adds),
+:func:`lowering` (norms to arithmetic), :func:`default` (a safe inference
+pipeline), :func:`all` (every rule once), :func:`tvm_equivalents` (the rules
+mirroring TVM passes, see :data:`TVM_PASSES`).
+"""
+
+from __future__ import annotations
+
+from ..frontend import Subst
+from .conv import (
+    conv_mul,
+    conv_shortcut_add,
+    diamond_conv_add,
+    parallel_conv,
+    parallel_conv_expand_kernels,
+    parallel_conv_variadic,
+    parallel_group_conv_variadic,
+    two_conv_add,
+)
+from .elementwise import bias_add_add, merge_element_wise, merge_element_wise_variadic
+from .matmul import parallel_matmul, parallel_matmul_variadic
+from .norm import conv_batch_norm, lower_batch_norm, lower_layer_norm
+from .structure import (
+    dispatch_tuple,
+    identity_reshape,
+    reshape_reshape,
+    split_concat,
+    split_concat_variadic,
+    transpose_transpose,
+)
+from .tvm_passes import TVM_PASSES, parallel_matmul_bias_variadic
+
+__all__ = [
+    "TVM_PASSES", "all", "bias_add_add", "conv_batch_norm", "conv_mul", "conv_shortcut_add", "default",
+    "diamond_conv_add", "dispatch_tuple", "fusion", "identity_reshape", "lower_batch_norm", "lower_layer_norm",
+    "lowering", "merge_element_wise", "merge_element_wise_variadic", "parallel_conv", "parallel_conv_expand_kernels",
+    "parallel_conv_variadic", "parallel_group_conv_variadic", "parallel_matmul", "parallel_matmul_bias_variadic",
+    "parallel_matmul_variadic", "reshape_reshape", "split_concat", "split_concat_variadic", "structure",
+    "transpose_transpose", "tvm_equivalents", "two_conv_add",
+]
+
+
+def structure() -> list[Subst]:
+    """Ops that undo each other, and tuples built only to be taken apart."""
+    return [split_concat_variadic(), split_concat(), transpose_transpose(), reshape_reshape(), identity_reshape(),
+            dispatch_tuple()]
+
+
+def fusion() -> list[Subst]:
+    """Rules merging convs, matmuls, bias adds and element-wise calls into fewer ops."""
+    return [
+        conv_batch_norm(), conv_mul(), bias_add_add(), diamond_conv_add(), conv_shortcut_add(), two_conv_add(),
+        parallel_conv_variadic(), parallel_conv(), parallel_group_conv_variadic(), parallel_conv_expand_kernels(),
+        parallel_matmul_bias_variadic(), parallel_matmul_variadic(), parallel_matmul(),
+        merge_element_wise_variadic(), merge_element_wise(),
+    ]
+
+
+def lowering() -> list[Subst]:
+    """Rules lowering normalization ops to element-wise arithmetic."""
+    return [lower_batch_norm(), lower_layer_norm()]
+
+
+def default() -> list[Subst]:
+    """A safe inference pipeline: structural clean-up, batch norms folded or lowered, and fusions
+    that never add work (no activation copies, no zero-padded kernels)."""
+    return [
+        *structure(),
+        conv_batch_norm(), lower_batch_norm(), conv_mul(), bias_add_add(), diamond_conv_add(), conv_shortcut_add(),
+        parallel_conv_variadic(), parallel_matmul_bias_variadic(), parallel_matmul_variadic(),
+        merge_element_wise_variadic(),
+    ]
+
+
+def all() -> list[Subst]:  # noqa: A001  (rules.all(), as the groups are named)
+    """Every rule of the library once."""
+    return [*structure(), *fusion(), *lowering()]
+
+
+def tvm_equivalents() -> list[Subst]:
+    """The rules mirroring TVM's CombineParallelMatmul, FoldBatchnormToConv2D,
+    DecomposeOpsForInference and RemoveRedundantReshape (see :data:`TVM_PASSES`)."""
+    return [make() for makers in TVM_PASSES.values() for make in makers]
