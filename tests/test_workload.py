@@ -154,3 +154,11 @@ def test_visualize_writes_dot_and_renders_when_graphviz_is_there(tmp_path):
     else:
         with pytest.raises(WorkloadError, match="'dot' program is not installed"):
             wl.visualize(tmp_path / "diamond.svg")
+
+
+def test_scalar_parameters_run():
+    x, s = tvar("x", 2, 3), relax.Var("s", relax.TensorType((), "float32"))
+    wl = Workload.from_expr(R.multiply(x, s), {"x"})
+    assert wl.params["s"].shape == ()
+    inputs = wl.random_inputs()
+    np.testing.assert_allclose(wl(**inputs), inputs["x"] * wl.params["s"], rtol=1e-6)

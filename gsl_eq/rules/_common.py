@@ -30,9 +30,8 @@ def scalar(value: Any, dtype: Any) -> pat.Call:
 
     A target ``pat.Const`` takes a literal value only, so a number read from an
     attribute is built by ops: ``clip(zeros((1,), dtype), value, value)``. It
-    reads no input, so parameter folding turns it into a constant parameter.
-    (Shape ``(1,)`` rather than ``()``: it broadcasts the same, and a 0-d
-    parameter cannot be passed to ``Workload.__call__``.)
+    reads no input, so parameter folding turns it into a constant parameter
+    (of shape ``(1,)``, which broadcasts like a scalar).
     """
     return op.Clip(op.Zeros(shape=(1,), dtype=dtype), min=value, max=value)
 
