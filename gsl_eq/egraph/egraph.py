@@ -1,0 +1,185 @@
+"""A computation graph held in an egglog e-graph.
+
+egglog is the engine: e-matching, union-find and rebuilding happen there. This
+module only encodes graphs into it and reads it back:
+
+* one constructor per (op, input count), ``Op_nn_conv2d_2 (i64 Expr Expr)``,
+  whose first child is the interned id of the call's attributes; so equal
+  attributes are equal ids and rules compare them as integers. Variables are
+  ``(Var name)``, constants ``(Const value-id)``, tuples ``Tuple_<n>`` and tuple
+  projections ``(GetItem index tuple)``; children sit in fixed positions, not in
+  a ``Vec``, because egglog cannot e-match inside a ``Vec``;
+* ``(ty e)`` is the interned type of every e-class (an analysis: equal values
+  have one type);
+* ``(Id k)`` is a handle on the e-class of node k of a loaded graph, so Python
+  can name an e-class in later commands;
+* nodes are added with egglog command objects built directly (one ``union``
+  per node): parsing text or binding one global ``let`` per node is superlinear
+  in egglog, this is not.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Hashable
+
+import numpy as np
+from egglog import bindings as egg
+
+from ..graph import Graph, Kind, Node
+from ..graph.ops import freeze
+from ..graph.types import Type
+
+_SPAN = egg.PanicSpan()
+PRELUDE = """
+(datatype Expr)
+(constructor Id (i64) Expr)
+(constructor Var (String) Expr)
+(constructor Const (i64) Expr)
+(constructor GetItem (i64 Expr) Expr)
+(function ty (Expr) i64 :merge old)
+"""
+
+
+class Interner:
+    """Gives each distinct hashable value a small integer id, and back."""
+
+    def __init__(self) -> None:
+        self.ids: dict[Hashable, int] = {}
+        self.values: list[Any] = []
+
+    def __call__(self, value: Hashable) -> int:
+        found = self.ids.get(value)
+        if found is None:
+            found = self.ids[value] = len(self.values)
+            self.values.append(value)
+        return found
+
+    def __getitem__(self, i: int) -> Any:
+        return self.values[i]
+
+
+def constructor_name(node_kind: Kind, op: str | None, arity: int) -> str:
+    """The egglog constructor of a call (by op and input count) or a tuple (by size)."""
+    if node_kind is Kind.TUPLE:
+        return f"Tuple_{arity}"
+    return "Op_" + re.sub(r"\W", "_", op.removeprefix("relax.")) + f"_{arity}"
+
+
+@dataclass(frozen=True)
+class ENode:
+    """One e-node read back from egglog: its form, attribute id and child e-classes."""
+
+    kind: Kind
+    op: str | None
+    attrs: int  # interned attributes (calls), index (getitem), value id (const); -1 otherwise
+    name: str | None
+    children: tuple[Any, ...]
+
+
+class EGraph:
+    """An egglog e-graph of computation graphs, with interned attributes, types and constants."""
+
+    def __init__(self) -> None:
+        self.egg = egg.EGraph()
+        self.run(PRELUDE)
+        self.attrs = Interner()
+        self.types = Interner()
+        self.consts: list[np.ndarray] = []
+        self.constructors: dict[str, tuple[Kind, str | None, int]] = {}
+        self.handles = 0
+
+    def run(self, program: str) -> list[Any]:
+        """Run egglog program text (declarations, rules, schedules)."""
+        return self.egg.run_program(*self.egg.parse_program(program))
+
+    def declare(self, kind: Kind, op: str | None, arity: int) -> str:
+        name = constructor_name(kind, op, arity)
+        if name not in self.constructors:
+            head = "" if kind is Kind.TUPLE else "i64 "
+            self.run(f"(constructor {name} ({head}{' '.join(['Expr'] * arity)}) Expr)")
+            self.constructors[name] = (kind, op, arity)
+        return name
+
+    def type_id(self, ty: Type) -> int:
+        return self.types(ty)
+
+    def add_graph(self, graph: Graph) -> dict[Node, int]:
+        """Add every node of ``graph``; returns each node's handle (``(Id k)``)."""
+        handle: dict[Node, int] = {}
+        commands = []
+        for node in graph.rpo():
+            k = handle[node] = self.handles
+            self.handles += 1
+            term = self._term(node, [_call("Id", _int(handle[i])) for i in node.inputs])
+            commands.append(egg.ActionCommand(egg.Union(_SPAN, _call("Id", _int(k)), term)))
+            commands.append(egg.ActionCommand(egg.Set(_SPAN, "ty", [_call("Id", _int(k))], _int(self.types(node.type)))))
+        self.egg.run_program(*commands)
+        return handle
+
+    def _term(self, node: Node, children: list[Any]) -> Any:
+        if node.kind is Kind.VAR:
+            return _call("Var", egg.Lit(_SPAN, egg.String(node.name)))
+        if node.kind is Kind.CONST:
+            self.consts.append(node.value)
+            return _call("Const", _int(len(self.consts) - 1))
+        if node.kind is Kind.GETITEM:
+            return _call("GetItem", _int(node.attrs["index"]), *children)
+        name = self.declare(node.kind, node.op, len(children))
+        if node.kind is Kind.TUPLE:
+            return _call(name, *children)
+        return _call(name, _int(self.attrs(freeze(node.attrs))), *children)
+
+    def snapshot(self) -> "Snapshot":
+        """The e-graph as it is now: e-classes, their e-nodes and types, and the handles."""
+        frozen = self.egg.freeze()
+        value = self.egg.value_to_i64
+        classes: dict[Any, list[ENode]] = {}
+        handles: dict[int, Any] = {}
+        types: dict[Any, int] = {}
+        for fname, function in frozen.functions.items():
+            for row in function.rows:
+                if row.subsumed:
+                    continue
+                if fname == "Id":
+                    handles[value(row.inputs[0])] = row.output
+                elif fname == "ty":
+                    types[row.inputs[0]] = value(row.output)
+                elif fname == "Var":
+                    classes.setdefault(row.output, []).append(
+                        ENode(Kind.VAR, None, -1, self.egg.value_to_string(row.inputs[0]), ()))
+                elif fname == "Const":
+                    classes.setdefault(row.output, []).append(ENode(Kind.CONST, None, value(row.inputs[0]), None, ()))
+                elif fname == "GetItem":
+                    classes.setdefault(row.output, []).append(
+                        ENode(Kind.GETITEM, None, value(row.inputs[0]), None, (row.inputs[1],)))
+                elif fname in self.constructors:
+                    kind, op, _ = self.constructors[fname]
+                    if kind is Kind.TUPLE:
+                        enode = ENode(kind, None, -1, None, tuple(row.inputs))
+                    else:
+                        enode = ENode(kind, op, value(row.inputs[0]), None, tuple(row.inputs[1:]))
+                    classes.setdefault(row.output, []).append(enode)
+        return Snapshot(classes, {c: types[c] for c in classes if c in types}, handles)
+
+
+@dataclass
+class Snapshot:
+    """E-classes (egglog values) -> their e-nodes; the type id of each class; handle -> class."""
+
+    classes: dict[Any, list[ENode]]
+    types: dict[Any, int]
+    handles: dict[int, Any]
+
+    @property
+    def num_enodes(self) -> int:
+        return sum(len(nodes) for nodes in self.classes.values())
+
+
+def _int(v: int) -> Any:
+    return egg.Lit(_SPAN, egg.Int(int(v)))
+
+
+def _call(name: str, *args: Any) -> Any:
+    return egg.Call(_SPAN, name, list(args))
