@@ -1,5 +1,10 @@
-"""Saturate mode: computation graphs in an egglog e-graph (see :mod:`gsl_eq.egraph.egraph`)."""
+"""Saturate mode: computation graphs in an egglog e-graph, GSL rules as guarded rewrites."""
 
+from .compile import CompiledRule, UnsupportedRuleError, compile_rule
 from .egraph import EGraph, ENode, Snapshot
+from .runner import Iteration, Report, Runner, StopReason
 
-__all__ = ["EGraph", "ENode", "Snapshot"]
+__all__ = [
+    "CompiledRule", "EGraph", "ENode", "Iteration", "Report", "Runner", "Snapshot", "StopReason",
+    "UnsupportedRuleError", "compile_rule",
+]

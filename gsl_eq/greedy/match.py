@@ -250,7 +250,7 @@ class Matcher:
         if isinstance(p, Variable):
             return e.kind is Kind.VAR
         if isinstance(p, Const):
-            return e.kind is Kind.CONST and (p.value is None or _same_value(e.value, p.value))
+            return e.kind is Kind.CONST and (p.value is None or same_value(e.value, p.value))
         if isinstance(p, Call):
             if e.kind is not Kind.CALL or len(e.inputs) != len(p.inputs) or not self._same_op(p, e):
                 return False
@@ -319,7 +319,7 @@ def _may_match(p: Pattern, node: Node) -> bool:
     return True
 
 
-def _same_value(actual: np.ndarray, expected: np.ndarray) -> bool:
+def same_value(actual: np.ndarray, expected: np.ndarray) -> bool:
     if np.ndim(expected) == 0 and actual.size == 1:  # a scalar pattern matches a scalar of any rank
         return bool(actual.reshape(()) == expected)
     return actual.shape == np.shape(expected) and bool(np.all(actual == expected))

@@ -35,7 +35,7 @@ class RewriteError(Exception):
     """The target of one match cannot be built; the match is skipped."""
 
 
-class _Builder:
+class TargetBuilder:
     """Builds the target pattern graph of ``rule`` for one match."""
 
     def __init__(self, rule: Subst, m: Match):
@@ -130,7 +130,7 @@ def rewrite_once(graph: Graph, rule: Subst) -> tuple[Graph, int]:
 
     def accept(m: Match) -> bool:
         try:
-            targets = _Builder(rule, m).outputs()
+            targets = TargetBuilder(rule, m).outputs()
         except (RewriteError, EvaluationError, TypeError, KeyError, IndexError, ValueError):
             return False
         if len(targets) != len(m.outputs) or any(t.type != s.type for s, t in zip(m.outputs, targets)):
