@@ -18,6 +18,19 @@ mirroring TVM passes, see :data:`TVM_PASSES`).
 from __future__ import annotations
 
 from ..frontend import Subst
+from .algebraic import (
+    add_associative,
+    add_commutative,
+    algebraic,
+    concat_of_element_wise,
+    element_wise_over_concat,
+    matmul_associative,
+    matmul_distributes_left,
+    matmul_distributes_right,
+    matmul_factor_left,
+    mul_associative,
+    mul_commutative,
+)
 from .conv import (
     conv_mul,
     conv_shortcut_add,
@@ -42,6 +55,9 @@ from .structure import (
 from .tvm_passes import TVM_PASSES, parallel_matmul_bias_variadic
 
 __all__ = [
+    "add_associative", "add_commutative", "algebraic", "concat_of_element_wise", "element_wise_over_concat",
+    "matmul_associative", "matmul_distributes_left", "matmul_distributes_right", "matmul_factor_left",
+    "mul_associative", "mul_commutative",
     "TVM_PASSES", "all", "bias_add_add", "conv_batch_norm", "conv_mul", "conv_shortcut_add", "default",
     "diamond_conv_add", "dispatch_tuple", "fusion", "identity_reshape", "lower_batch_norm", "lower_layer_norm",
     "lowering", "merge_element_wise", "merge_element_wise_variadic", "parallel_conv", "parallel_conv_expand_kernels",

@@ -91,3 +91,61 @@ def test_iteration_limit_stops_the_run():
 def test_time_limit_stops_the_run():
     report = Runner(chain(10), [assoc_rule(), comm_rule()], time_limit=0.5, node_limit=10**9, iter_limit=10**6).run()
     assert report.stop_reason is StopReason.TIME_LIMIT
+
+
+def reachable_from_itself(snap):
+    """E-classes reachable from themselves through some e-node's children."""
+    children = {c: {k for n in nodes for k in n.children} for c, nodes in snap.classes.items()}
+    cyclic = set()
+    for start in children:
+        stack, seen = list(children[start]), set()
+        while stack:
+            c = stack.pop()
+            if c == start:
+                cyclic.add(start)
+                break
+            if c not in seen:
+                seen.add(c)
+                stack.extend(children.get(c, ()))
+    return cyclic
+
+
+def test_parallel_convs_union_with_the_splits_of_one_conv_without_cycles():
+    from gsl_eq import rules
+
+    x = relax.Var("x", relax.TensorType((1, 4, 6, 6), "float32"))
+    w1, w2 = (relax.Var(n, relax.TensorType((3, 4, 3, 3), "float32")) for n in ("w1", "w2"))
+    c1, c2 = R.nn.conv2d(x, w1, padding=1), R.nn.conv2d(x, w2, padding=1)
+    wl = Workload.from_expr(R.add(R.nn.relu(c1), R.sigmoid(c2)), {"x"})
+    runner = Runner(wl.graph, [rules.parallel_conv()])
+    report = runner.run()
+    assert report.stop_reason is StopReason.SATURATED
+    snap = runner.egraph.snapshot()
+    convs = [n for n in wl.graph.rpo() if n.op == "relax.nn.conv2d"]
+    # Both orders match (w1 then w2, and w2 then w1): each conv is item 0 of one merge and item 1 of the other.
+    for conv in convs:
+        members = snap.classes[snap.handles[runner.handles[conv]]]
+        items = [n for n in members if n.kind.value == "getitem"]
+        assert sorted(i.attrs for i in items) == [0, 1]
+        for item in items:
+            (split,) = snap.classes[item.children[0]]
+            assert split.op == "relax.split"
+            (merged,) = snap.classes[split.children[0]]
+            assert merged.op == "relax.nn.conv2d"
+            assert runner.egraph.types[snap.types[split.children[0]]].shape == (1, 6, 6, 6)
+    assert not reachable_from_itself(snap)
+
+
+def test_algebraic_rules_saturate_a_transformer_layer():
+    from gsl_eq import rules
+    from gsl_eq.models import transformer_encoder_layer
+
+    wl = transformer_encoder_layer()
+    report = Runner(wl.graph, rules.algebraic(), iter_limit=10, node_limit=50_000).run()
+    assert report.stop_reason is StopReason.SATURATED
+    accepted = {}
+    for it in report.iterations:
+        for name, n in it.accepted_keys.items():
+            accepted[name] = accepted.get(name, 0) + n
+    assert accepted["add_commutative"] > 0 and accepted["add_associative"] > 0
+    assert report.iterations[-1].enodes > len(wl.graph)
