@@ -107,6 +107,9 @@ class CompiledRule:
             elif not isinstance(p, Wildcard):
                 raise UnsupportedRuleError(f"rule {self.rule.name}: {p.describe()} in a source is not compiled for saturation yet")
             self.columns.append((p, "type"))
+        # M is a bijection (seed 000): distinct outputs never match one e-class (no self-merges).
+        outs = [self.var[o] for o in self.rule.source.outputs]
+        facts += [f"(!= {a} {b})" for a, b in itertools.combinations(outs, 2)]
         return " ".join(facts)
 
     def _key_expr(self, p: Pattern, role: str) -> str:

@@ -11,7 +11,7 @@ the groups return lists of rules in the order a greedy run should try them
 Groups: :func:`structure` (ops undoing each other, tuple forwarding),
 :func:`fusion` (merging convs, matmuls, element-wise ops, bias adds),
 :func:`lowering` (norms to arithmetic), :func:`default` (a safe inference
-pipeline), :func:`all` (every rule once), :func:`tvm_equivalents` (the rules
+pipeline), :func:`algebraic` (identities for saturate mode), :func:`all` (every rule once), :func:`tvm_equivalents` (the rules
 mirroring TVM passes, see :data:`TVM_PASSES`).
 """
 
@@ -100,7 +100,8 @@ def default() -> list[Subst]:
 
 
 def all() -> list[Subst]:  # noqa: A001  (rules.all(), as the groups are named)
-    """Every rule of the library once."""
+    """Every rule of the library once, but the algebraic identities (greedily, the symmetric
+    ones would never stop; saturate mode takes them with :func:`algebraic`)."""
     return [*structure(), *fusion(), *lowering()]
 
 
