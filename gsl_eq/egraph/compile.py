@@ -19,8 +19,9 @@ So e-matching, union and rebuilding stay in the engine; Python sees one row
 per distinct key, never one per match. A rule whose source has several outputs
 becomes a multi-pattern query and unions every output pair.
 
-Not compiled yet: ``pat.Alt``, ``pat.Cond`` and ``pat.Variadic`` in a source
-(:class:`UnsupportedRuleError`).
+A target ``pat.Cond`` gives one apply rule per choice of branches; the key's
+decision says which one fires. Not compiled yet: ``pat.Alt`` and
+``pat.Variadic`` (:class:`UnsupportedRuleError`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from ..errors import GslEqError
 from ..frontend import Subst, spec
 from ..frontend.errors import EvaluationError
 from ..frontend.evaluation import Env, evaluate, node_attr, satisfies
-from ..frontend.pat import Call, Const, GetItem, OpWithTrait, Pattern, Tuple, Variable, Wildcard
+from ..frontend.pat import Call, Cond, Const, GetItem, OpWithTrait, Pattern, Tuple, Variable, Wildcard
 from ..graph import Kind, Node
 from ..graph.ops import freeze
 from ..greedy.match import Match, same_value
@@ -54,7 +55,7 @@ class CompiledRule:
     trait_ops: dict[OpWithTrait, str]
     var: dict[Pattern, str] = field(default_factory=dict)
     columns: list[tuple[Pattern, str]] = field(default_factory=list)  # key column: (pattern, "attrs"|"type"|"index"|"const")
-    built: list[Pattern] = field(default_factory=list)  # target patterns the rule creates, in order
+    variants: list["Variant"] = field(default_factory=list)  # one per choice of target branches
     seen: set[tuple[int, ...]] = field(default_factory=set)
     accepted: int = 0
 
@@ -67,21 +68,25 @@ class CompiledRule:
         facts = self._query(eg)
         key = " ".join(f"k{i}" for i in range(len(self.columns)))
         sorts = " ".join(["i64"] * len(self.columns))
-        decls = [f"(relation Key_{self.name} ({sorts}))", f"(function Ok_{self.name} ({sorts}) i64 :merge old)"]
-        lookups, actions = [f"(= ok (Ok_{self.name} {key}))"], []
-        for j, p in enumerate(self.built):
-            for table in ("A", "T"):
-                decls.append(f"(function {table}_{self.name}_{j} ({sorts}) i64 :merge old)")
-                lookups.append(f"(= {table}{j} ({table}_{self.name}_{j} {key}))")
-            actions.extend(self._create(eg, j, p))
-        out_pairs = zip(self.rule.source.outputs, self.rule.target.outputs)
-        actions += [f"(union {self.var[s]} {self._target_var(t)})" for s, t in out_pairs]
         key_facts = " ".join(f"(= k{i} {self._key_expr(p, role)})" for i, (p, role) in enumerate(self.columns))
-        return "\n".join([
-            *decls,
+        lines = [
+            f"(relation Key_{self.name} ({sorts}))",
             f"(rule ({facts} {key_facts}) ((Key_{self.name} {key})) :ruleset collect :name \"collect {self.name}\")",
-            f"(rule ({facts} {key_facts} {' '.join(lookups)}) ({' '.join(actions)}) :ruleset apply :name \"apply {self.name}\")",
-        ])
+        ]
+        for variant in self.variants:
+            table = f"{self.name}_{variant.index}"
+            lines.append(f"(function Ok_{table} ({sorts}) i64 :merge old)")
+            lookups, actions = [f"(= ok (Ok_{table} {key}))"], []
+            for j, p in enumerate(variant.built):
+                for kind in ("A", "T"):
+                    lines.append(f"(function {kind}_{table}_{j} ({sorts}) i64 :merge old)")
+                    lookups.append(f"(= {kind}{j} ({kind}_{table}_{j} {key}))")
+                actions.extend(self._create(eg, variant, j, p))
+            for s, t in zip(self.rule.source.outputs, self.rule.target.outputs):
+                actions.append(f"(union {self.var[s]} {self._target_var(variant, t)})")
+            lines.append(f"(rule ({facts} {key_facts} {' '.join(lookups)}) ({' '.join(actions)}) "
+                         f":ruleset apply :name \"apply {table}\")")
+        return "\n".join(lines)
 
     def _query(self, eg: EGraph) -> str:
         facts = []
@@ -118,11 +123,12 @@ class CompiledRule:
             return f"a{i}" if isinstance(p.op, str) else f"t_{id(p.op)}"
         return {"index": f"g{i}", "const": f"c{i}", "type": f"(ty {self.var[p]})"}[role]
 
-    def _target_var(self, p: Pattern) -> str:
-        return self.var[p] if p in self.rule.target.boundary else f"new{self.built.index(p)}"
+    def _target_var(self, variant: "Variant", p: Pattern) -> str:
+        p = variant.resolve(p)
+        return self.var[p] if p in self.rule.target.boundary else f"new{variant.built.index(p)}"
 
-    def _create(self, eg: EGraph, j: int, p: Pattern) -> list[str]:
-        children = " ".join(self._target_var(c) for c in p.inputs)
+    def _create(self, eg: EGraph, variant: "Variant", j: int, p: Pattern) -> list[str]:
+        children = " ".join(self._target_var(variant, c) for c in p.inputs)
         if isinstance(p, Call):
             op = p.op if isinstance(p.op, str) else self.trait_ops[p.op]
             term = f"({eg.declare(Kind.CALL, op, len(p.inputs))} A{j} {children})"
@@ -137,8 +143,9 @@ class CompiledRule:
         return [f"(let new{j} {term})", f"(set (ty new{j}) T{j})"]
 
     # --- deciding one key ----------------------------------------------------------------
-    def decide(self, eg: EGraph, key: tuple[int, ...]) -> list[tuple[int, int]] | None:
-        """(attrs-or-index-or-const id, type id) of each created node if ``key`` passes, else None."""
+    def decide(self, eg: EGraph, key: tuple[int, ...]) -> tuple["Variant", list[tuple[int, int]]] | None:
+        """If ``key`` passes: the target variant it takes and the (attributes, index or constant id;
+        type id) of each node that variant creates. Otherwise None."""
         nodes: dict[Pattern, Node] = {}
         values = dict(zip(self.columns, key))
         m = Match()
@@ -173,8 +180,9 @@ class CompiledRule:
             return None
         if any(o.type != nodes[s].type for s, o in zip(self.rule.source.outputs, outputs)):
             return None
+        variant = next(v for v in self.variants if all(builder.choices.get(c) == b for c, b in v.choices.items()))
         created = []
-        for p in self.built:
+        for p in variant.built:
             node = builder.built[p]
             if node.kind is Kind.CALL:
                 payload = eg.attrs(freeze(node.attrs))
@@ -186,7 +194,40 @@ class CompiledRule:
             else:
                 payload = -1
             created.append((payload, eg.type_id(node.type)))
-        return created
+        return variant, created
+
+
+@dataclass
+class Variant:
+    """The target with one branch chosen at each ``pat.Cond``: the patterns it builds, in order."""
+
+    index: int
+    choices: dict[Cond, bool]
+    built: list[Pattern]
+
+    def resolve(self, p: Pattern) -> Pattern:
+        while isinstance(p, Cond):
+            p = p.then if self.choices[p] else p.orelse
+        return p
+
+
+def _variants(rule: Subst) -> list[Variant]:
+    target = rule.target
+    conds = [p for p in target.rpo if isinstance(p, Cond)]
+    variants = []
+    for k, branches in enumerate(itertools.product((True, False), repeat=len(conds))):
+        v = Variant(k, dict(zip(conds, branches)), [])
+        used: set[Pattern] = set()
+        stack = [v.resolve(o) for o in target.outputs]
+        while stack:
+            p = stack.pop()
+            if p in used or p in target.boundary:
+                continue
+            used.add(p)
+            stack.extend(v.resolve(c) for c in p.inputs)
+        v.built = [p for p in target.rpo if p in used]
+        variants.append(v)
+    return variants
 
 
 def compile_rule(rule: Subst, index: int, eg: EGraph) -> list[CompiledRule]:
@@ -200,7 +241,7 @@ def compile_rule(rule: Subst, index: int, eg: EGraph) -> list[CompiledRule]:
     compiled = []
     for k, ops in enumerate(choices):
         c = CompiledRule(rule, index * 1000 + k, dict(zip(traits, ops)))
-        c.built = [p for p in rule.target.rpo if p not in rule.target.boundary]
+        c.variants = _variants(rule)
         eg.run(c.program(eg))
         compiled.append(c)
     return compiled

@@ -121,15 +121,17 @@ class Runner:
             ok = 0
             for key in fresh:
                 c.seen.add(key)
-                created = c.decide(eg, key)
-                if created is None:
+                decision = c.decide(eg, key)
+                if decision is None:
                     continue
+                variant, created = decision
                 ok += 1
                 args = [_int(k) for k in key]
+                table = f"{c.name}_{variant.index}"
                 for j, (payload, type_id) in enumerate(created):
-                    commands.append(egg.ActionCommand(egg.Set(_SPAN, f"A_{c.name}_{j}", args, _int(payload))))
-                    commands.append(egg.ActionCommand(egg.Set(_SPAN, f"T_{c.name}_{j}", args, _int(type_id))))
-                commands.append(egg.ActionCommand(egg.Set(_SPAN, f"Ok_{c.name}", args, _int(1))))
+                    commands.append(egg.ActionCommand(egg.Set(_SPAN, f"A_{table}_{j}", args, _int(payload))))
+                    commands.append(egg.ActionCommand(egg.Set(_SPAN, f"T_{table}_{j}", args, _int(type_id))))
+                commands.append(egg.ActionCommand(egg.Set(_SPAN, f"Ok_{table}", args, _int(1))))
             accepted[c.rule.name] = accepted.get(c.rule.name, 0) + ok
             c.accepted += ok
         if commands:

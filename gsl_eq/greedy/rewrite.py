@@ -44,6 +44,8 @@ class TargetBuilder:
         self.built: dict[Pattern, Node] = {}
         self.instances: dict[Variadic, list[dict[Pattern, Node]]] = dict(m.instances)
         self.memo = Memo(rule.memoizable)
+        #: The branch each target ``pat.Cond`` took (True: then).
+        self.choices: dict[Cond, bool] = {}
 
     def outputs(self) -> list[Node]:
         outs = self.rule.target.outputs
@@ -88,7 +90,8 @@ class TargetBuilder:
         if isinstance(p, Variadic):
             return self._variadic(p, scope)
         if isinstance(p, Cond):
-            return self.build(p.then if self.eval(p.pred, scope) else p.orelse, scope)
+            taken = self.choices[p] = bool(self.eval(p.pred, scope))
+            return self.build(p.then if taken else p.orelse, scope)
         if isinstance(p, MatchPattern):
             return self.build(p.targets[self.m.alt_choice[p.alt]], scope)
         raise RewriteError(f"{p!r} cannot be built in a target")

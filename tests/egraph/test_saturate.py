@@ -149,3 +149,24 @@ def test_algebraic_rules_saturate_a_transformer_layer():
             accepted[name] = accepted.get(name, 0) + n
     assert accepted["add_commutative"] > 0 and accepted["add_associative"] > 0
     assert report.iterations[-1].enodes > len(wl.graph)
+
+
+@pytest.mark.parametrize("second, identity", [((1, 0, 2), True), ((0, 2, 1), False)])
+def test_a_target_cond_takes_the_branch_its_key_chose(second, identity):
+    from gsl_eq import rules
+
+    x = relax.Var("x", relax.TensorType((2, 3, 4), "float32"))
+    y = R.permute_dims(R.permute_dims(x, [1, 0, 2]), list(second))
+    wl = Workload.from_expr(R.nn.relu(y), {"x"})
+    runner = Runner(wl.graph, [rules.transpose_transpose()])
+    assert runner.run().stop_reason is StopReason.SATURATED
+    snap = runner.egraph.snapshot()
+    (relu,) = wl.graph.outputs
+    outer = snap.classes[snap.handles[runner.handles[relu]]][0].children[0]
+    members = snap.classes[outer]
+    x_class = snap.handles[runner.handles[wl.graph.inputs[0]]]
+    if identity:
+        assert outer == x_class  # permute(permute(x)) is x itself
+    else:
+        direct = [n for n in members if n.op == "relax.permute_dims" and n.children == (x_class,)]
+        assert len(direct) == 1 and dict(runner.egraph.attrs[direct[0].attrs])["axes"] == (1, 2, 0)
