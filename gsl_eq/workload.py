@@ -73,14 +73,15 @@ class Workload:
         variable has none of its own.
         """
         inputs = set(input_names)
-        free = list(relax.analysis.free_vars(expr))
+        order = _post_order(expr)
+        free = [e for e in order if isinstance(e, relax.Var)]
         missing = inputs - {v.name for v in free}
         if missing:
             raise WorkloadError(f"input_names {sorted(missing)} are not variables of the expression")
         bb = relax.BlockBuilder()
         with bb.function("main", free):
             with bb.dataflow():
-                out = bb.emit_output(expr)
+                out = bb.emit_output(_emit_dag(bb, order))
             bb.emit_func_output(out)
         rng = np.random.default_rng(seed)
         params = {v.name: random_array(v.ty, rng, dtype) for v in free if v.name not in inputs}
@@ -253,6 +254,44 @@ def _random_of(ty: TensorType, rng: np.random.Generator) -> np.ndarray:
         return rng.uniform(0.5, 1.5, size=ty.shape).astype(ty.dtype)
     bound = 1.0 / math.sqrt(max(1, math.prod(ty.shape[1:])))
     return rng.uniform(-bound, bound, size=ty.shape).astype(ty.dtype)
+
+
+def _children(e: Any) -> list[Any]:
+    if isinstance(e, relax.Call):
+        return list(e.args)
+    if isinstance(e, relax.Tuple):
+        return list(e.fields)
+    if isinstance(e, relax.TupleGetItem):
+        return [e.tuple_value]
+    return []
+
+
+def _post_order(expr: Any) -> list[Any]:
+    """Every sub-expression once, children first: an expression written in Python shares
+    sub-expressions, and walking it as a tree would take exponential time."""
+    order, seen, stack = [], set(), [(expr, False)]
+    while stack:
+        e, ready = stack.pop()
+        if ready:
+            order.append(e)
+        elif e not in seen:
+            seen.add(e)
+            stack.append((e, True))
+            stack.extend((c, False) for c in reversed(_children(e)))
+    return order
+
+
+def _emit_dag(bb: relax.BlockBuilder, order: list[Any]) -> Any:
+    """Emit calls and tuples of ``order`` as bindings, each once; returns the last one's value."""
+    value: dict[Any, Any] = {}
+    for e in order:
+        if isinstance(e, relax.Call):
+            value[e] = bb.emit(relax.Call(e.op, [value.get(a, a) for a in e.args], e.attrs, e.ty_args))
+        elif isinstance(e, relax.Tuple):
+            value[e] = relax.Tuple([value.get(f, f) for f in e.fields])
+        elif isinstance(e, relax.TupleGetItem):
+            value[e] = bb.emit(relax.TupleGetItem(value.get(e.tuple_value, e.tuple_value), e.index))
+    return value.get(order[-1], order[-1])
 
 
 def _foldable(graph: Graph, params: set[str]) -> set[Node]:

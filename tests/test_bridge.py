@@ -9,7 +9,14 @@ from tvm.script import tirx as T
 
 from gsl_eq import UnsupportedModuleError, from_relax, to_relax
 from gsl_eq.graph import Kind
-from gsl_eq.models import diamond_conv, inception_block, resnet_bottleneck, transformer_encoder_layer
+from gsl_eq.models import (
+    bert_encoder,
+    diamond_conv,
+    inception_block,
+    inception_network,
+    resnet_bottleneck,
+    transformer_encoder_layer,
+)
 from gsl_eq import Workload
 
 MODELS = {
@@ -17,6 +24,8 @@ MODELS = {
     "resnet_bottleneck": resnet_bottleneck,
     "inception_block": inception_block,
     "transformer_encoder_layer": transformer_encoder_layer,
+    "bert_encoder": lambda: bert_encoder(layers=2, seq=8, dim=32, heads=2, ffn=64),
+    "inception_network": lambda: inception_network(blocks=2, size=8),
 }
 
 

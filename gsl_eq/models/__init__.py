@@ -1,5 +1,15 @@
 """Models for tests, demos and benchmarks, each a function returning a Workload."""
 
-from .blocks import diamond_conv, inception_block, resnet_bottleneck, transformer_encoder_layer
+from .blocks import (
+    bert_encoder,
+    diamond_conv,
+    inception_block,
+    inception_network,
+    resnet_bottleneck,
+    transformer_encoder_layer,
+)
 
-__all__ = ["diamond_conv", "inception_block", "resnet_bottleneck", "transformer_encoder_layer"]
+__all__ = [
+    "bert_encoder", "diamond_conv", "inception_block", "inception_network", "resnet_bottleneck",
+    "transformer_encoder_layer",
+]

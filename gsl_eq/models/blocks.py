@@ -53,33 +53,62 @@ def resnet_bottleneck(ch: int = 64, mid: int = 16, size: int = 8) -> Workload:
     return Workload.from_expr(R.nn.relu(R.add(h, x)), {"x"})
 
 
+def inception(x: relax.Expr, name: str, ch: int) -> relax.Expr:
+    """Four parallel branches (1x1; 1x1-3x3; 1x1-5x5; pool-1x1) concatenated: 48 channels out."""
+    b1 = R.nn.relu(conv(x, f"{name}b1", ch, 16))
+    b2 = R.nn.relu(conv(R.nn.relu(conv(x, f"{name}b2a", ch, 8)), f"{name}b2b", 8, 16, k=3))
+    b3 = R.nn.relu(conv(R.nn.relu(conv(x, f"{name}b3a", ch, 8)), f"{name}b3b", 8, 8, k=5))
+    b4 = R.nn.relu(conv(R.nn.max_pool2d(x, 3, padding=1), f"{name}b4", ch, 8))
+    return R.concat([b1, b2, b3, b4], axis=1)
+
+
 def inception_block(ch: int = 32, size: int = 8) -> Workload:
     """An Inception-style block: four parallel branches, concatenated, then split in two."""
     x = var("x", 1, ch, size, size)
-    b1 = R.nn.relu(conv(x, "b1", ch, 16))
-    b2 = R.nn.relu(conv(R.nn.relu(conv(x, "b2a", ch, 8)), "b2b", 8, 16, k=3))
-    b3 = R.nn.relu(conv(R.nn.relu(conv(x, "b3a", ch, 8)), "b3b", 8, 8, k=5))
-    b4 = R.nn.relu(conv(R.nn.max_pool2d(x, 3, padding=1), "b4", ch, 8))
-    cat = R.concat([b1, b2, b3, b4], axis=1)
-    parts = R.split(cat, 2, axis=1)
+    parts = R.split(inception(x, "", ch), 2, axis=1)
     y = R.add(relax.TupleGetItem(parts, 0), relax.TupleGetItem(parts, 1))
     return Workload.from_expr(y, {"x"})
 
 
-def transformer_encoder_layer(seq: int = 16, dim: int = 64, heads: int = 4, ffn: int = 128) -> Workload:
+def inception_network(blocks: int = 6, ch: int = 32, size: int = 16) -> Workload:
+    """An Inception-style CNN: a stem conv, ``blocks`` inception blocks (pooling halfway), a classifier."""
+    x = var("x", 1, 3, size, size)
+    h = R.nn.relu(conv(x, "stem", 3, ch, k=3))
+    for k in range(blocks):
+        h = inception(h, f"inc{k}_", ch if k == 0 else 48)
+        if k == blocks // 2:
+            h = R.nn.max_pool2d(h, 2, strides=2)
+    pooled = R.reshape(R.mean(h, axis=[2, 3]), (1, 48))
+    return Workload.from_expr(dense(pooled, "fc", 48, 10), {"x"})
+
+
+def encoder_layer(x: relax.Expr, name: str, seq: int, dim: int, heads: int, ffn: int) -> relax.Expr:
     """A post-norm transformer encoder layer: multi-head self-attention and a GELU feed-forward."""
-    x = var("x", 1, seq, dim)
     head_dim = dim // heads
 
     def split_heads(t: relax.Expr) -> relax.Expr:
         return R.permute_dims(R.reshape(t, (1, seq, heads, head_dim)), [0, 2, 1, 3])
 
-    q = split_heads(dense(x, "q", dim, dim))
-    k = split_heads(dense(x, "k", dim, dim))
-    v = split_heads(dense(x, "v", dim, dim))
+    q = split_heads(dense(x, f"{name}q", dim, dim))
+    k = split_heads(dense(x, f"{name}k", dim, dim))
+    v = split_heads(dense(x, f"{name}v", dim, dim))
     scores = R.divide(R.matmul(q, R.permute_dims(k, [0, 1, 3, 2])), relax.const(head_dim**0.5, "float32"))
     attn = R.matmul(R.nn.softmax(scores, axis=-1), v)
     attn = R.reshape(R.permute_dims(attn, [0, 2, 1, 3]), (1, seq, dim))
-    h = layer_norm(R.add(x, dense(attn, "o", dim, dim)), "ln1", dim)
-    ff = dense(R.nn.gelu(dense(h, "ff1", dim, ffn)), "ff2", ffn, dim)
-    return Workload.from_expr(layer_norm(R.add(h, ff), "ln2", dim), {"x"})
+    h = layer_norm(R.add(x, dense(attn, f"{name}o", dim, dim)), f"{name}ln1", dim)
+    ff = dense(R.nn.gelu(dense(h, f"{name}ff1", dim, ffn)), f"{name}ff2", ffn, dim)
+    return layer_norm(R.add(h, ff), f"{name}ln2", dim)
+
+
+def transformer_encoder_layer(seq: int = 16, dim: int = 64, heads: int = 4, ffn: int = 128) -> Workload:
+    """One transformer encoder layer on a (1, seq, dim) input."""
+    x = var("x", 1, seq, dim)
+    return Workload.from_expr(encoder_layer(x, "", seq, dim, heads, ffn), {"x"})
+
+
+def bert_encoder(layers: int = 12, seq: int = 32, dim: int = 128, heads: int = 4, ffn: int = 512) -> Workload:
+    """A BERT-style encoder: ``layers`` encoder layers on a (1, seq, dim) input."""
+    h = x = var("x", 1, seq, dim)
+    for k in range(layers):
+        h = encoder_layer(h, f"l{k}_", seq, dim, heads, ffn)
+    return Workload.from_expr(h, {"x"})
