@@ -23,23 +23,13 @@ from tvm.relax.dpl import is_op, wildcard, rewrite_call
 
 from report import machine, table, write_section
 
-from gsl_eq import Subst, op, pat
+from gsl_eq import rules
 from gsl_eq.graph import from_relax, to_relax
 from gsl_eq.greedy import rewrite_graph
 
 R = relax.op
 SIZES = (1_000, 2_000, 4_000, 8_000, 16_000)
 NODES_PER_BLOCK = 6  # two kernels, two convs, an add and a relu
-
-
-def diamond_rule() -> Subst:
-    x = pat.Wildcard()
-    w1 = pat.Variable()
-    w2 = pat.Variable(shape=w1.shape)
-    conv1 = op.Conv2D(x, w1)
-    conv2 = op.Conv2D(x, w2, **pat.same_attr(conv1, ["strides", "padding", "dilation", "groups"]))
-    target = op.Conv2D(x, w1 + w2, **pat.same_attr(conv1, ["strides", "padding", "dilation", "groups"]))
-    return Subst(conv1 + conv2, target, name="diamond conv add")
 
 
 def dpl_diamond():
@@ -89,7 +79,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    rule, (pattern, rewriter) = diamond_rule(), dpl_diamond()
+    rule, (pattern, rewriter) = rules.diamond_conv_add(), dpl_diamond()
     rows = []
     for size in SIZES:
         mod = model(size // NODES_PER_BLOCK)

@@ -3,28 +3,24 @@
 import pytest
 from tvm import relax
 
-from gsl_eq import Subst, Workload, op, pat
+from gsl_eq import Subst, Workload, pat, rules
 from gsl_eq.egraph import Runner, StopReason
 from gsl_eq.graph import Graph, Node, TensorType
 
 R = relax.op
 T = TensorType((2, 3), "float32")
 
-
 def same_class(runner, a, b):
     snap = runner.egraph.snapshot()
     return snap.handles[runner.handles[a]] == snap.handles[runner.handles[b]]
-
 
 def assoc_rule():
     x, y, z = pat.Wildcard(), pat.Wildcard(), pat.Wildcard()
     return Subst((x * y) * z, x * (y * z), name="mul-assoc")
 
-
 def comm_rule():
     x, y = pat.Wildcard(), pat.Wildcard()
     return Subst(x * y, y * x, name="mul-comm")
-
 
 def test_associativity_puts_both_groupings_in_one_eclass():
     a, b, c = (Node.var(n, T) for n in "abc")
@@ -37,23 +33,12 @@ def test_associativity_puts_both_groupings_in_one_eclass():
     assert same_class(runner, left, right)
     assert report.iterations[0].accepted_keys == {"mul-assoc": 1}
 
-
-def diamond_rule():
-    x = pat.Wildcard()
-    w1 = pat.Variable()
-    w2 = pat.Variable(shape=w1.shape)
-    conv1 = op.Conv2D(x, w1)
-    conv2 = op.Conv2D(x, w2, **pat.same_attr(conv1, ["strides", "padding", "dilation", "groups"]))
-    return Subst(conv1 + conv2, op.Conv2D(x, w1 + w2, **pat.same_attr(conv1, ["strides", "padding", "dilation", "groups"])),
-                 name="diamond")
-
-
 @pytest.mark.parametrize("dilation, unions", [(1, True), (2, False)])
 def test_attribute_guard_decides_the_union(dilation, unions):
     x = relax.Var("x", relax.TensorType((1, 2, 8, 8), "float32"))
     w1, w2 = (relax.Var(n, relax.TensorType((4, 2, 1, 1), "float32")) for n in ("w1", "w2"))
     wl = Workload.from_expr(R.add(R.nn.conv2d(x, w1), R.nn.conv2d(x, w2, dilation=dilation)), {"x"})
-    runner = Runner(wl.graph, [diamond_rule()])
+    runner = Runner(wl.graph, [rules.diamond_conv_add()])
     report = runner.run()
     assert report.stop_reason is StopReason.SATURATED
     snap = runner.egraph.snapshot()
@@ -61,13 +46,12 @@ def test_attribute_guard_decides_the_union(dilation, unions):
     out_class = snap.handles[runner.handles[out]]
     ops = sorted(n.op for n in snap.classes[out_class])
     assert ops == (["relax.add", "relax.nn.conv2d"] if unions else ["relax.add"])
-    assert report.iterations[0].accepted_keys == {"diamond": int(unions)}
+    assert report.iterations[0].accepted_keys == {"diamond_conv_add": int(unions)}
     if unions:
         conv = next(n for n in snap.classes[out_class] if n.op == "relax.nn.conv2d")
         kernel = next(iter(snap.classes[conv.children[1]]))
         assert kernel.op == "relax.add"
         assert runner.egraph.types[snap.types[out_class]] == out.type
-
 
 def chain(n):
     xs = [Node.var(f"x{k}", T) for k in range(n)]
@@ -76,22 +60,18 @@ def chain(n):
         h = Node.call("relax.multiply", [h, v])
     return Graph(xs, [h])
 
-
 def test_node_limit_stops_the_run():
     report = Runner(chain(8), [assoc_rule(), comm_rule()], node_limit=200).run()
     assert report.stop_reason is StopReason.NODE_LIMIT
     assert report.iterations[-1].enodes >= 200
 
-
 def test_iteration_limit_stops_the_run():
     report = Runner(chain(8), [assoc_rule(), comm_rule()], iter_limit=2, node_limit=10**9).run()
     assert report.stop_reason is StopReason.ITERATION_LIMIT and len(report.iterations) == 2
 
-
 def test_time_limit_stops_the_run():
     report = Runner(chain(10), [assoc_rule(), comm_rule()], time_limit=0.5, node_limit=10**9, iter_limit=10**6).run()
     assert report.stop_reason is StopReason.TIME_LIMIT
-
 
 def reachable_from_itself(snap):
     """E-classes reachable from themselves through some e-node's children."""
@@ -109,9 +89,7 @@ def reachable_from_itself(snap):
                 stack.extend(children.get(c, ()))
     return cyclic
 
-
 def test_parallel_convs_union_with_the_splits_of_one_conv_without_cycles():
-    from gsl_eq import rules
 
     x = relax.Var("x", relax.TensorType((1, 4, 6, 6), "float32"))
     w1, w2 = (relax.Var(n, relax.TensorType((3, 4, 3, 3), "float32")) for n in ("w1", "w2"))
@@ -135,9 +113,7 @@ def test_parallel_convs_union_with_the_splits_of_one_conv_without_cycles():
             assert runner.egraph.types[snap.types[split.children[0]]].shape == (1, 6, 6, 6)
     assert not reachable_from_itself(snap)
 
-
 def test_algebraic_rules_saturate_a_transformer_layer():
-    from gsl_eq import rules
     from gsl_eq.models import transformer_encoder_layer
 
     wl = transformer_encoder_layer()
@@ -150,10 +126,8 @@ def test_algebraic_rules_saturate_a_transformer_layer():
     assert accepted["add_commutative"] > 0 and accepted["add_associative"] > 0
     assert report.iterations[-1].enodes > len(wl.graph)
 
-
 @pytest.mark.parametrize("second, identity", [((1, 0, 2), True), ((0, 2, 1), False)])
 def test_a_target_cond_takes_the_branch_its_key_chose(second, identity):
-    from gsl_eq import rules
 
     x = relax.Var("x", relax.TensorType((2, 3, 4), "float32"))
     y = R.permute_dims(R.permute_dims(x, [1, 0, 2]), list(second))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from tvm import relax
 
-from gsl_eq import Subst, Workload, attr, op, pat
+from gsl_eq import Subst, Workload, op, pat, rules
 from gsl_eq.graph import Graph, Kind, Node, TensorType
 from gsl_eq.greedy import Matcher, greedy, rewrite
 from gsl_eq.models import diamond_conv
@@ -18,26 +18,14 @@ def tvar(name, *shape):
     return relax.Var(name, relax.TensorType(shape, "float32"))
 
 
-def diamond_rule():
-    x = pat.Wildcard()
-    w1 = pat.Variable()
-    w2 = pat.Variable(shape=w1.shape)
-    conv1 = op.Conv2D(x, w1)
-    conv2 = op.Conv2D(x, w2, strides=conv1.strides, padding=conv1.padding,
-                      dilation=conv1.dilation, groups=conv1.groups)
-    y2 = op.Conv2D(x, w1 + w2, strides=conv1.strides, padding=conv1.padding,
-                   dilation=conv1.dilation, groups=conv1.groups)
-    return Subst(conv1 + conv2, y2)
-
-
 def test_seed_002_diamond_example():
     wl = diamond_conv()
-    new = diamond_rule()(wl)
+    new = rules.diamond_conv_add()(wl)
     assert [p.name for p in new.mod["main"].params] == ["x", "v_param_1"]
     assert new.graph.op_counts() == {"relax.nn.conv2d": 1}
     assert relax.analysis.check_well_formed(new.mod)
     assert_same_outputs(wl, new)
-    unfolded = diamond_rule()(wl, fold_params=False)
+    unfolded = rules.diamond_conv_add()(wl, fold_params=False)
     assert unfolded.graph.op_counts() == {"relax.nn.conv2d": 1, "relax.add": 1}
     assert list(unfolded.params) == ["w1", "w2"]
     assert_same_outputs(wl, unfolded)
@@ -48,7 +36,7 @@ def test_attribute_constraint_forbids_a_match():
     x, w1, w2 = tvar("x", 1, 2, 8, 8), tvar("w1", 4, 2, 1, 1), tvar("w2", 4, 2, 1, 1)
     y = R.add(R.nn.conv2d(x, w1), R.nn.conv2d(x, w2, strides=1, padding=0, dilation=2))
     wl = Workload.from_expr(y, {"x"})
-    new, count = rewrite(wl, diamond_rule())
+    new, count = rewrite(wl, rules.diamond_conv_add())
     assert count == 0 and new.graph.op_counts() == wl.graph.op_counts()
 
 
@@ -57,7 +45,7 @@ def test_a_shared_inner_node_forbids_a_match():
     x, w1, w2 = tvar("x", 1, 2, 4, 4), tvar("w1", 4, 2, 1, 1), tvar("w2", 4, 2, 1, 1)
     c1 = R.nn.conv2d(x, w1)
     wl = Workload.from_expr(relax.Tuple([R.add(c1, R.nn.conv2d(x, w2)), R.nn.relu(c1)]), {"x"})
-    assert rewrite(wl, diamond_rule())[1] == 0
+    assert rewrite(wl, rules.diamond_conv_add())[1] == 0
 
 
 def test_every_non_overlapping_match_is_rewritten_in_one_pass():
@@ -67,7 +55,7 @@ def test_every_non_overlapping_match_is_rewritten_in_one_pass():
         w1, w2 = tvar(f"a{k}", 2, 2, 1, 1), tvar(f"b{k}", 2, 2, 1, 1)
         h = R.nn.relu(R.add(R.nn.conv2d(h, w1), R.nn.conv2d(h, w2)))
     wl = Workload.from_expr(h, {"x"})
-    new, count = rewrite(wl, diamond_rule())
+    new, count = rewrite(wl, rules.diamond_conv_add())
     assert count == 5
     assert new.graph.op_counts() == {"relax.nn.conv2d": 5, "relax.nn.relu": 5}
     assert len(new.params) == 5
@@ -147,22 +135,13 @@ def test_multi_output_match_fails_when_second_output_missing():
     assert list(Matcher(rule, graph).matches(lambda m: True)) == []
 
 
-def split_concat_rule():
-    x = pat.Wildcard()
-    split = op.Split(x)
-    i = attr.Symbol()
-    item = split[i]
-    y1 = op.Concatenate(pat.Variadic(item, templates=[item], index=i), axis=split.axis)
-    return Subst(y1, x)
-
-
 @pytest.mark.parametrize("sections, concat_axis, fires", [(3, 1, True), (2, 1, True), (3, 0, False)])
 def test_variadic_tuple_split_concat(sections, concat_axis, fires):
     x = tvar("x", 6, 6)
     parts = R.split(R.nn.relu(x), sections, axis=1)
     cat = R.concat([relax.TupleGetItem(parts, k) for k in range(sections)], axis=concat_axis)
     wl = Workload.from_expr(R.exp(cat), {"x"})
-    new, count = rewrite(wl, split_concat_rule())
+    new, count = rewrite(wl, rules.split_concat_variadic())
     assert count == int(fires)
     if fires:
         assert new.graph.op_counts() == {"relax.nn.relu": 1, "relax.exp": 1}
@@ -174,28 +153,7 @@ def test_variadic_tuple_needs_every_field_of_the_split_in_order():
     parts = R.split(x, 3, axis=1)
     cat = R.concat([relax.TupleGetItem(parts, k) for k in (0, 2, 1)], axis=1)
     wl = Workload.from_expr(cat, {"x"})
-    assert rewrite(wl, split_concat_rule())[1] == 0
-
-
-def parallel_conv_variadic_rule():
-    x = pat.Wildcard()
-    w1 = pat.Variable()
-    w = pat.Variable(shape=(None, None, w1.shape[2], w1.shape[3]))
-    conv1 = op.Conv2D(x, w1, groups=1)
-    conv = op.Conv2D(x, w, **pat.same_attr(conv1, ['strides', 'padding', 'dilation', 'groups']))
-    src = pat.Variadic(conv, templates=[conv, w], first=[conv1, w1], min_len=2)
-    i = attr.Symbol()
-    w_inst = src(w, i)
-    concat = op.Concatenate(pat.Variadic(w_inst, templates=[w_inst], index=i, length=src.length), axis=0)
-    conv = op.Conv2D(x, concat, **pat.same_attr(conv1, ['strides', 'padding', 'dilation', 'groups']))
-    i = attr.Symbol()
-    j = attr.Symbol()
-    split = op.Split(conv, axis=1, indices_or_sections=attr.Variadic(
-        attr.Sum(src(w, j).shape[0], j, i + 1), index=i, length=src.length - 1))
-    i = attr.Symbol()
-    item = split[i]
-    tgt = pat.Variadic(item, templates=[item], index=i)
-    return Subst(src, tgt)
+    assert rewrite(wl, rules.split_concat_variadic())[1] == 0
 
 
 def test_variadic_outputs_parallel_convs():
@@ -203,7 +161,7 @@ def test_variadic_outputs_parallel_convs():
     outs = [R.nn.conv2d(x, tvar(f"w{k}", ch, 4, 3, 3), padding=1) for k, ch in enumerate((2, 5, 3))]
     odd = R.nn.conv2d(x, tvar("w_odd", 2, 4, 1, 1))  # other kernel size: not an instance
     wl = Workload.from_expr(relax.Tuple([*outs, odd]), {"x"})
-    new, count = rewrite(wl, parallel_conv_variadic_rule())
+    new, count = rewrite(wl, rules.parallel_conv_variadic())
     assert count == 1
     assert new.graph.op_counts() == {"relax.nn.conv2d": 2, "relax.split": 1}
     split = next(n for n in new.graph.rpo() if n.op == "relax.split")
@@ -214,7 +172,7 @@ def test_variadic_outputs_parallel_convs():
 def test_variadic_outputs_respect_min_len():
     x = tvar("x", 1, 4, 6, 6)
     wl = Workload.from_expr(relax.Tuple([R.nn.conv2d(x, tvar("w0", 2, 4, 3, 3)), R.nn.relu(x)]), {"x"})
-    assert rewrite(wl, parallel_conv_variadic_rule())[1] == 0
+    assert rewrite(wl, rules.parallel_conv_variadic())[1] == 0
 
 
 def test_alt_and_match_choose_per_alternative():
@@ -253,7 +211,7 @@ def test_greedy_applies_rules_in_order_and_counts():
     xx = pat.Wildcard()
     inner = op.Transpose(xx, axes=(1, 0))
     twice = Subst(op.Transpose(inner, axes=(1, 0)), op.Negative(op.Negative(xx)), name="transpose-twice")
-    split_concat = split_concat_rule()
+    split_concat = rules.split_concat_variadic()
     result = greedy(wl, [split_concat, twice], fold_params=False)
     assert result.fired == {split_concat.name: 1, "transpose-twice": 1}
     assert result.converged and result.rounds == 2
