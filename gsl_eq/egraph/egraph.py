@@ -133,6 +133,15 @@ class EGraph:
             return _call(name, *children)
         return _call(name, _int(self.attrs(freeze(node.attrs))), *children)
 
+    def size(self) -> tuple[int, int]:
+        """(e-nodes, e-classes) of the expression constructors, without reading the e-nodes back."""
+        frozen = self.egg.freeze()
+        rows = [r for name, f in frozen.functions.items() if name in self._expr_functions() for r in f.rows if not r.subsumed]
+        return len(rows), len({r.output for r in rows})
+
+    def _expr_functions(self) -> set[str]:
+        return {"Var", "Const", "GetItem", *self.constructors}
+
     def snapshot(self) -> "Snapshot":
         """The e-graph as it is now: e-classes, their e-nodes and types, and the handles."""
         frozen = self.egg.freeze()

@@ -140,8 +140,7 @@ class Runner:
 
     def size(self) -> tuple[int, int]:
         """(e-nodes, e-classes) of the expression constructors."""
-        snap = self.egraph.snapshot()
-        return snap.num_enodes, len(snap.classes)
+        return self.egraph.size()
 
 
 def _int(v: int) -> object:

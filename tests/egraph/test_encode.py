@@ -36,3 +36,10 @@ def test_equal_nodes_share_an_eclass_and_equal_attributes_an_id():
     assert snap.handles[handle[a]] == snap.handles[handle[b]]
     assert snap.handles[handle[s1]] == snap.handles[handle[s2]]
     assert len(snap.classes) == 3 and len(eg.attrs.values) == 2  # relu's {} and sum's attributes
+
+
+def test_size_counts_what_a_snapshot_holds():
+    eg = EGraph()
+    eg.add_graph(inception_block().graph)
+    snap = eg.snapshot()
+    assert eg.size() == (snap.num_enodes, len(snap.classes))
