@@ -1,247 +1,331 @@
 """GSL rules compiled into guarded egglog rewrites.
 
-A rule becomes two egglog rules over the same query, the source pattern
-written as e-node facts:
+egglog e-matches fixed shapes, so a rule's source is first made concrete: one
+:class:`Query` per choice of op behind each op trait, of alternative at each
+``pat.Alt`` (or branch at a source ``pat.Cond``) and of length for each
+``pat.Variadic`` (tuple arities present in the e-graph; 1 or ``min_len`` up to
+``max_variadic`` instances for variadic outputs). Each query is the source's
+nodes written as egglog facts, one *slot* per node, and becomes egglog rules:
 
-* *collect* records, for every match, a **key**: the interned ids of what the
-  rule's attribute expressions can read — the attributes of each matched call,
-  the type of each matched value, the index of each projection, the value of
-  each constant. Keys are plain integers, so millions of matches in repeated
-  blocks share a handful of keys.
-* Python evaluates each new key once (:meth:`CompiledRule.decide`): the source's
-  attribute constraints, then the target, built with TVM's type inference. For
-  an accepted key it fills tables giving the attributes and type of every node
-  the target creates.
-* *apply* joins the query with those tables and creates the target e-nodes and
-  unions each source output with its target output, inside egglog.
+* *collect* records, for every match, a **key**: the interned attributes,
+  projection index or constant of each slot, and the type of each. Keys are
+  plain integers, so the matches of repeated blocks share a handful of keys.
+* Python decides each new key once (:meth:`Query.decide`). The key holds
+  everything a GSL rule may read, so it rebuilds the matched subgraph as a small
+  graph and runs greedy mode's own matcher and target builder on it: the
+  attribute guards, op traits, alternatives, variadic instances and target
+  attributes mean exactly what they mean in greedy mode, and TVM infers the
+  type of every new node. The target it built, read as a shape (kinds, ops,
+  wiring to the slots), is a **variant**; its attributes and types go into
+  tables keyed by the key.
+* One *apply* rule per variant joins the query with those tables, creates the
+  target e-nodes and unions each source output with its target, in egglog.
 
-So e-matching, union and rebuilding stay in the engine; Python sees one row
-per distinct key, never one per match. A rule whose source has several outputs
-becomes a multi-pattern query and unions every output pair.
-
-A target ``pat.Cond`` gives one apply rule per choice of branches; the key's
-decision says which one fires. Not compiled yet: ``pat.Alt`` and
-``pat.Variadic`` (:class:`UnsupportedRuleError`).
+So e-matching, union and rebuilding stay in the engine; Python sees one row per
+distinct key, never one per match. A rule with several source outputs becomes
+one multi-pattern query; distinct outputs never match one e-class (M is a
+bijection, seed 000).
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import GslEqError
 from ..frontend import Subst, spec
 from ..frontend.errors import EvaluationError
-from ..frontend.evaluation import Env, evaluate, node_attr, satisfies
-from ..frontend.pat import Call, Cond, Const, GetItem, OpWithTrait, Pattern, Tuple, Variable, Wildcard
-from ..graph import Kind, Node
+from ..frontend.pat import (Alt, Call, Cond, Const, GetItem, Instance, OpWithTrait, Pattern, Tuple, Variable,
+                            Variadic, Wildcard)
+from ..graph import Graph, Kind, Node
 from ..graph.ops import freeze
-from ..greedy.match import Match, same_value
+from ..greedy.match import Matcher
 from ..greedy.rewrite import RewriteError, TargetBuilder
-from .egraph import EGraph
+from .egraph import EGraph, constructor_name
+
+#: Default largest number of instances a variadic source output is instantiated with.
+MAX_VARIADIC = 3
 
 
 class UnsupportedRuleError(GslEqError):
     """A rule uses a construct saturate mode cannot compile."""
 
 
-@dataclass
-class CompiledRule:
-    """One GSL rule (for one choice of ops behind its op traits) as egglog rules and tables."""
+@dataclass(frozen=True)
+class Slot:
+    """One node of a query: its egglog variable, its form and its child slots."""
 
-    rule: Subst
-    index: int
-    trait_ops: dict[OpWithTrait, str]
-    var: dict[Pattern, str] = field(default_factory=dict)
-    columns: list[tuple[Pattern, str]] = field(default_factory=list)  # key column: (pattern, "attrs"|"type"|"index"|"const")
-    variants: list["Variant"] = field(default_factory=list)  # one per choice of target branches
-    seen: set[tuple[int, ...]] = field(default_factory=set)
-    accepted: int = 0
+    kind: Kind | None  # None: a wildcard, bound by the slot that reads it
+    op: str | None
+    children: tuple[int, ...]
+    attrs_var: str | None = None  # calls: the attribute variable (shared by the calls of one op trait)
 
     @property
-    def name(self) -> str:
-        return f"r{self.index}"
-
-    # --- text of the egglog rules -------------------------------------------------------
-    def program(self, eg: EGraph) -> str:
-        facts = self._query(eg)
-        key = " ".join(f"k{i}" for i in range(len(self.columns)))
-        sorts = " ".join(["i64"] * len(self.columns))
-        key_facts = " ".join(f"(= k{i} {self._key_expr(p, role)})" for i, (p, role) in enumerate(self.columns))
-        lines = [
-            f"(relation Key_{self.name} ({sorts}))",
-            f"(rule ({facts} {key_facts}) ((Key_{self.name} {key})) :ruleset collect :name \"collect {self.name}\")",
-        ]
-        for variant in self.variants:
-            table = f"{self.name}_{variant.index}"
-            lines.append(f"(function Ok_{table} ({sorts}) i64 :merge old)")
-            lookups, actions = [f"(= ok (Ok_{table} {key}))"], []
-            for j, p in enumerate(variant.built):
-                for kind in ("A", "T"):
-                    lines.append(f"(function {kind}_{table}_{j} ({sorts}) i64 :merge old)")
-                    lookups.append(f"(= {kind}{j} ({kind}_{table}_{j} {key}))")
-                actions.extend(self._create(eg, variant, j, p))
-            for s, t in zip(self.rule.source.outputs, self.rule.target.outputs):
-                actions.append(f"(union {self.var[s]} {self._target_var(variant, t)})")
-            lines.append(f"(rule ({facts} {key_facts} {' '.join(lookups)}) ({' '.join(actions)}) "
-                         f":ruleset apply :name \"apply {table}\")")
-        return "\n".join(lines)
-
-    def _query(self, eg: EGraph) -> str:
-        facts = []
-        for i, p in enumerate(self.rule.source.rpo):
-            v = self.var[p] = f"p{i}"
-            children = " ".join(self.var[c] for c in p.inputs)
-            if isinstance(p, Call):
-                op = p.op if isinstance(p.op, str) else self.trait_ops[p.op]
-                ctor = eg.declare(Kind.CALL, op, len(p.inputs))
-                attrs = f"a{i}" if isinstance(p.op, str) else f"t_{id(p.op)}"
-                facts.append(f"(= {v} ({ctor} {attrs} {children}))")
-                self.columns.append((p, "attrs"))
-            elif isinstance(p, Tuple):
-                facts.append(f"(= {v} ({eg.declare(Kind.TUPLE, None, len(p.inputs))} {children}))")
-            elif isinstance(p, GetItem):
-                facts.append(f"(= {v} (GetItem g{i} {children}))")
-                self.columns.append((p, "index"))
-            elif isinstance(p, Variable):
-                facts.append(f"(= {v} (Var name{i}))")
-            elif isinstance(p, Const):
-                facts.append(f"(= {v} (Const c{i}))")
-                self.columns.append((p, "const"))
-            elif not isinstance(p, Wildcard):
-                raise UnsupportedRuleError(f"rule {self.rule.name}: {p.describe()} in a source is not compiled for saturation yet")
-            self.columns.append((p, "type"))
-        # M is a bijection (seed 000): distinct outputs never match one e-class (no self-merges).
-        outs = [self.var[o] for o in self.rule.source.outputs]
-        facts += [f"(!= {a} {b})" for a, b in itertools.combinations(outs, 2)]
-        return " ".join(facts)
-
-    def _key_expr(self, p: Pattern, role: str) -> str:
-        i = self.rule.source.rpo.index(p)
-        if role == "attrs":
-            return f"a{i}" if isinstance(p.op, str) else f"t_{id(p.op)}"
-        return {"index": f"g{i}", "const": f"c{i}", "type": f"(ty {self.var[p]})"}[role]
-
-    def _target_var(self, variant: "Variant", p: Pattern) -> str:
-        p = variant.resolve(p)
-        return self.var[p] if p in self.rule.target.boundary else f"new{variant.built.index(p)}"
-
-    def _create(self, eg: EGraph, variant: "Variant", j: int, p: Pattern) -> list[str]:
-        children = " ".join(self._target_var(variant, c) for c in p.inputs)
-        if isinstance(p, Call):
-            op = p.op if isinstance(p.op, str) else self.trait_ops[p.op]
-            term = f"({eg.declare(Kind.CALL, op, len(p.inputs))} A{j} {children})"
-        elif isinstance(p, Tuple):
-            term = f"({eg.declare(Kind.TUPLE, None, len(p.inputs))} {children})"
-        elif isinstance(p, GetItem):
-            term = f"(GetItem A{j} {children})"
-        elif isinstance(p, Const):
-            term = f"(Const A{j})"
-        else:
-            raise UnsupportedRuleError(f"rule {self.rule.name}: {p.describe()} in a target is not compiled for saturation yet")
-        return [f"(let new{j} {term})", f"(set (ty new{j}) T{j})"]
-
-    # --- deciding one key ----------------------------------------------------------------
-    def decide(self, eg: EGraph, key: tuple[int, ...]) -> tuple["Variant", list[tuple[int, int]]] | None:
-        """If ``key`` passes: the target variant it takes and the (attributes, index or constant id;
-        type id) of each node that variant creates. Otherwise None."""
-        nodes: dict[Pattern, Node] = {}
-        values = dict(zip(self.columns, key))
-        m = Match()
-        for p in self.rule.source.rpo:
-            ty = eg.types[values[(p, "type")]]
-            if isinstance(p, Call):
-                op = p.op if isinstance(p.op, str) else self.trait_ops[p.op]
-                node = Node(Kind.CALL, ty, (), op, dict(eg.attrs[values[(p, "attrs")]]))
-                if isinstance(p.op, OpWithTrait):
-                    m.trait_ops[p.op] = node
-            elif isinstance(p, GetItem):
-                node = Node(Kind.GETITEM, ty, (), attrs={"index": values[(p, "index")]})
-            elif isinstance(p, Const):
-                node = Node(Kind.CONST, ty, value=eg.consts[values[(p, "const")]])
-            else:
-                node = Node(Kind.VAR if isinstance(p, Variable) else Kind.TUPLE, ty, name="?")
-            nodes[p] = node
-            env = Env(nodes, {}, {})
-            try:
-                if isinstance(p, Const) and p.value is not None and not same_value(node.value, p.value):
-                    return None
-                for name, expr in p.attrs.items():
-                    if not satisfies(node_attr(node, name), evaluate(expr, env)):
-                        return None
-            except (KeyError, EvaluationError):
-                return None
-        m.nodes = nodes
-        builder = TargetBuilder(self.rule, m)
-        try:
-            outputs = builder.outputs()
-        except (RewriteError, EvaluationError, TypeError, KeyError, IndexError, ValueError):
-            return None
-        if any(o.type != nodes[s].type for s, o in zip(self.rule.source.outputs, outputs)):
-            return None
-        variant = next(v for v in self.variants if all(builder.choices.get(c) == b for c, b in v.choices.items()))
-        created = []
-        for p in variant.built:
-            node = builder.built[p]
-            if node.kind is Kind.CALL:
-                payload = eg.attrs(freeze(node.attrs))
-            elif node.kind is Kind.GETITEM:
-                payload = node.attrs["index"]
-            elif node.kind is Kind.CONST:
-                eg.consts.append(node.value)
-                payload = len(eg.consts) - 1
-            else:
-                payload = -1
-            created.append((payload, eg.type_id(node.type)))
-        return variant, created
+    def has_payload(self) -> bool:
+        return self.kind in (Kind.CALL, Kind.GETITEM, Kind.CONST)
 
 
 @dataclass
 class Variant:
-    """The target with one branch chosen at each ``pat.Cond``: the patterns it builds, in order."""
+    """One shape of built target: the nodes it creates (kind, op, child references) and the unions.
+
+    A reference is ``("s", slot)`` for a matched node or ``("n", j)`` for created node j.
+    """
 
     index: int
-    choices: dict[Cond, bool]
-    built: list[Pattern]
-
-    def resolve(self, p: Pattern) -> Pattern:
-        while isinstance(p, Cond):
-            p = p.then if self.choices[p] else p.orelse
-        return p
+    created: tuple[tuple[Kind, str | None, tuple[tuple[str, int], ...]], ...]
+    unions: tuple[tuple[int, tuple[str, int]], ...]
 
 
-def _variants(rule: Subst) -> list[Variant]:
-    target = rule.target
-    conds = [p for p in target.rpo if isinstance(p, Cond)]
-    variants = []
-    for k, branches in enumerate(itertools.product((True, False), repeat=len(conds))):
-        v = Variant(k, dict(zip(conds, branches)), [])
-        used: set[Pattern] = set()
-        stack = [v.resolve(o) for o in target.outputs]
-        while stack:
-            p = stack.pop()
-            if p in used or p in target.boundary:
-                continue
-            used.add(p)
-            stack.extend(v.resolve(c) for c in p.inputs)
-        v.built = [p for p in target.rpo if p in used]
-        variants.append(v)
-    return variants
+@dataclass
+class Query:
+    """One concrete shape of a rule's source, with its egglog rules and decided keys."""
+
+    rule: Subst
+    name: str
+    slots: list[Slot]
+    outputs: list[int]
+    variants: dict[tuple, Variant] = field(default_factory=dict)
+    seen: set[tuple[int, ...]] = field(default_factory=set)
+
+    @property
+    def key_arity(self) -> int:
+        return sum(1 + s.has_payload for s in self.slots)
+
+    # --- text of the egglog rules -------------------------------------------------------
+    def facts(self) -> str:
+        facts, key = [], []
+        for i, s in enumerate(self.slots):
+            children = " ".join(f"p{c}" for c in s.children)
+            if s.kind is Kind.CALL:
+                facts.append(f"(= p{i} ({_ctor(s)} {s.attrs_var} {children}))")
+                key.append(s.attrs_var)
+            elif s.kind is Kind.TUPLE:
+                facts.append(f"(= p{i} (Tuple_{len(s.children)} {children}))")
+            elif s.kind is Kind.GETITEM:
+                facts.append(f"(= p{i} (GetItem g{i} {children}))")
+                key.append(f"g{i}")
+            elif s.kind is Kind.CONST:
+                facts.append(f"(= p{i} (Const c{i}))")
+                key.append(f"c{i}")
+            elif s.kind is Kind.VAR:
+                facts.append(f"(= p{i} (Var n{i}))")
+            key.append(f"(ty p{i})")
+        facts += [f"(!= p{a} p{b})" for a, b in itertools.combinations(self.outputs, 2)]
+        facts += [f"(= k{j} {e})" for j, e in enumerate(key)]
+        return " ".join(facts)
+
+    def key_vars(self) -> str:
+        return " ".join(f"k{j}" for j in range(self.key_arity))
+
+    def program(self, ruleset: str) -> str:
+        sorts = " ".join(["i64"] * self.key_arity)
+        return (f"(relation Key_{self.name} ({sorts}))\n"
+                f"(rule ({self.facts()}) ((Key_{self.name} {self.key_vars()})) "
+                f":ruleset {ruleset} :name \"collect {self.name}\")")
+
+    def variant_program(self, eg: EGraph, v: Variant, ruleset: str) -> str:
+        table, key, sorts = f"{self.name}_{v.index}", self.key_vars(), " ".join(["i64"] * self.key_arity)
+        lines = [f"(function Ok_{table} ({sorts}) i64 :merge old)"]
+        lookups, actions = [f"(= ok (Ok_{table} {key}))"], []
+        ref = {("s", i): f"p{i}" for i in range(len(self.slots))}
+        for j, (kind, op, children) in enumerate(v.created):
+            for t in ("A", "T"):
+                lines.append(f"(function {t}_{table}_{j} ({sorts}) i64 :merge old)")
+                lookups.append(f"(= {t}{j} ({t}_{table}_{j} {key}))")
+            args = " ".join(ref[c] for c in children)
+            if kind is Kind.CALL:
+                term = f"({eg.declare(kind, op, len(children))} A{j} {args})"
+            elif kind is Kind.TUPLE:
+                term = f"({eg.declare(kind, None, len(children))} {args})"
+            else:
+                term = f"(GetItem A{j} {args})" if kind is Kind.GETITEM else f"(Const A{j})"
+            ref[("n", j)] = f"new{j}"
+            actions += [f"(let new{j} {term})", f"(set (ty new{j}) T{j})"]
+        actions += [f"(union p{s} {ref[t]})" for s, t in v.unions]
+        lines.append(f"(rule ({self.facts()} {' '.join(lookups)}) ({' '.join(actions)}) "
+                     f":ruleset {ruleset} :name \"apply {table}\")")
+        return "\n".join(lines)
+
+    # --- deciding one key ----------------------------------------------------------------
+    def decide(self, eg: EGraph, key: tuple[int, ...]) -> tuple[Variant, list[tuple[int, int]]] | None:
+        """Run greedy mode's matcher and target builder on the subgraph ``key`` describes.
+
+        Returns the variant the built target takes and, for each node it creates,
+        its (attribute id, index or constant id; type id); None when the match is
+        rejected (a guard fails, the target cannot be typed, an output's type would change).
+        """
+        nodes = self._materialize(eg, key)
+        outputs = [nodes[o] for o in self.outputs]
+        try:
+            m = Matcher(self.rule, Graph([], outputs)).match_at(outputs[0])
+        except (KeyError, EvaluationError, TypeError):
+            return None
+        if m is None or set(m.outputs) != set(outputs):
+            return None
+        try:
+            built = TargetBuilder(self.rule, m).outputs()
+        except (RewriteError, EvaluationError, TypeError, KeyError, IndexError, ValueError):
+            return None
+        if len(built) != len(m.outputs) or any(b.type != o.type for b, o in zip(built, m.outputs)):
+            return None
+        slot_of = {n: i for i, n in enumerate(nodes)}
+        created: dict[Node, int] = {}
+        shape: list[tuple[Kind, str | None, tuple[tuple[str, int], ...]]] = []
+        payloads: list[tuple[int, int]] = []
+
+        def ref(node: Node) -> tuple[str, int]:
+            if node in slot_of:
+                return ("s", slot_of[node])
+            if node not in created:
+                children = tuple(ref(i) for i in node.inputs)
+                created[node] = len(shape)
+                shape.append((node.kind, node.op, children))
+                payloads.append((_payload(eg, node), eg.type_id(node.type)))
+            return ("n", created[node])
+
+        unions = tuple((slot_of[o], ref(b)) for o, b in zip(m.outputs, built) if b is not o)
+        signature = (tuple(shape), unions)
+        variant = self.variants.get(signature)
+        if variant is None:
+            variant = self.variants[signature] = Variant(len(self.variants), *signature)
+        return variant, payloads
+
+    def _materialize(self, eg: EGraph, key: tuple[int, ...]) -> list[Node]:
+        values: Iterator[int] = iter(key)
+        nodes: list[Node] = []
+        for i, s in enumerate(self.slots):
+            payload = next(values) if s.has_payload else None
+            ty = eg.types[next(values)]
+            inputs = [nodes[c] for c in s.children]
+            if s.kind is Kind.CALL:
+                node = Node(Kind.CALL, ty, inputs, s.op, dict(eg.attrs[payload]))
+            elif s.kind is Kind.GETITEM:
+                node = Node(Kind.GETITEM, ty, inputs, attrs={"index": payload})
+            elif s.kind is Kind.CONST:
+                node = Node(Kind.CONST, ty, value=eg.consts[payload])
+            elif s.kind is Kind.TUPLE:
+                node = Node(Kind.TUPLE, ty, inputs)
+            else:  # a variable, or what a wildcard matched: a leaf of the subgraph
+                node = Node(Kind.VAR, ty, name=f"p{i}")
+            nodes.append(node)
+        return nodes
 
 
-def compile_rule(rule: Subst, index: int, eg: EGraph) -> list[CompiledRule]:
-    """The egglog rules of ``rule``: one per choice of ops for its op traits."""
-    if rule.variadic or rule.source.variadics:
-        raise UnsupportedRuleError(f"rule {rule.name}: variadic patterns are not compiled for saturation yet")
-    traits = list(dict.fromkeys(p.op for p in rule.source.rpo if isinstance(p, Call) and isinstance(p.op, OpWithTrait)))
+def _payload(eg: EGraph, node: Node) -> int:
+    if node.kind is Kind.CALL:
+        return eg.attrs(freeze(node.attrs))
+    if node.kind is Kind.GETITEM:
+        return node.attrs["index"]
+    if node.kind is Kind.CONST:
+        eg.consts.append(node.value)
+        return len(eg.consts) - 1
+    return -1
+
+
+def _ctor(s: Slot) -> str:
+    return constructor_name(Kind.CALL, s.op, len(s.children))
+
+
+class _Instantiation:
+    """Walks a rule's source for one choice of trait ops, alternatives and variadic lengths."""
+
+    def __init__(self, rule: Subst, ops: dict[OpWithTrait, str], choice: dict[Pattern, int], lengths: dict[Variadic, int]):
+        self.rule, self.ops, self.choice, self.lengths = rule, ops, choice, lengths
+        self.slots: list[Slot] = []
+        self.memo: dict[tuple[Pattern, Any], int] = {}
+        self.trait_vars = {t: f"t{k}" for k, t in enumerate(ops)}
+
+    def outputs(self) -> list[int]:
+        outs = self.rule.source.outputs
+        if self.rule.variadic:
+            v = outs[0]
+            return [self.instance_field(v, k) for k in range(self.lengths[v])]
+        return [self.slot(p, None) for p in outs]
+
+    def instance_field(self, v: Variadic, k: int) -> int:
+        if k == 0 and v.first:
+            return self.slot(v.first[v.templates.index(v.field)], None)
+        return self.slot(v.field, (v, k))
+
+    def slot(self, p: Pattern, instance: tuple[Variadic, int] | None) -> int:
+        owner = self.rule.template_owner.get(p)
+        scope = instance if instance is not None and owner is instance[0] else None
+        if owner is not None and scope is None:
+            raise UnsupportedRuleError(f"rule {self.rule.name}: {p.describe()} is a template reached outside its variadic")
+        instance = scope  # a shared pattern, and all it reads, is the same in every instance
+        memo_key = (p, scope)
+        if memo_key in self.memo:
+            return self.memo[memo_key]
+        if isinstance(p, Alt):
+            index = self.slot(p.alts[self.choice[p]], instance)
+        elif isinstance(p, Cond):
+            index = self.slot(p.then if self.choice[p] == 0 else p.orelse, instance)
+        elif isinstance(p, Variadic):
+            if instance is not None:
+                raise UnsupportedRuleError(f"rule {self.rule.name}: variadics nested in variadics are not compiled")
+            fields = tuple(self.instance_field(p, k) for k in range(self.lengths[p]))
+            index = self._add(Slot(Kind.TUPLE, None, fields))
+        elif isinstance(p, Call):
+            children = tuple(self.slot(c, instance) for c in p.inputs)
+            if isinstance(p.op, str):
+                index = self._add(Slot(Kind.CALL, p.op, children, f"a{len(self.slots)}"))
+            else:
+                index = self._add(Slot(Kind.CALL, self.ops[p.op], children, self.trait_vars[p.op]))
+        elif isinstance(p, Tuple):
+            index = self._add(Slot(Kind.TUPLE, None, tuple(self.slot(c, instance) for c in p.inputs)))
+        elif isinstance(p, GetItem):
+            index = self._add(Slot(Kind.GETITEM, None, (self.slot(p.inputs[0], instance),)))
+        elif isinstance(p, Const):
+            index = self._add(Slot(Kind.CONST, None, ()))
+        elif isinstance(p, Variable):
+            index = self._add(Slot(Kind.VAR, None, ()))
+        elif isinstance(p, Wildcard):
+            index = self._add(Slot(None, None, ()))
+        else:
+            raise UnsupportedRuleError(f"rule {self.rule.name}: {p.describe()} in a source is not compiled for saturation")
+        self.memo[memo_key] = index
+        return index
+
+    def _add(self, s: Slot) -> int:
+        self.slots.append(s)
+        return len(self.slots) - 1
+
+
+def compile_rule(rule: Subst, index: int, eg: EGraph, max_variadic: int = MAX_VARIADIC) -> list[Query]:
+    """The queries of ``rule``, their egglog relations and collect rules declared in ``eg``."""
+    source = rule.source.rpo
     present = {op for kind, op, _ in eg.constructors.values() if kind is Kind.CALL}
+    tuple_sizes = sorted(n for kind, _, n in eg.constructors.values() if kind is Kind.TUPLE)
+    traits = list(dict.fromkeys(p.op for p in source if isinstance(p, Call) and isinstance(p.op, OpWithTrait)))
     # Only ops already in the e-graph can match; an op trait expands to those of its ops.
-    choices = itertools.product(*([o for o in spec.ops_with_trait(t.trait) if o in present] for t in traits))
-    compiled = []
-    for k, ops in enumerate(choices):
-        c = CompiledRule(rule, index * 1000 + k, dict(zip(traits, ops)))
-        c.variants = _variants(rule)
-        eg.run(c.program(eg))
-        compiled.append(c)
-    return compiled
+    trait_choices = [[o for o in spec.ops_with_trait(t.trait) if o in present] for t in traits]
+    branches = [p for p in source if isinstance(p, (Alt, Cond))]
+    branch_choices = [range(len(p.alts)) if isinstance(p, Alt) else range(2) for p in branches]
+    variadics = list(rule.source.variadics)
+    length_choices = []
+    for v in variadics:
+        low = v.min_len or (1 if rule.variadic else 0)
+        if rule.variadic and v is rule.source.outputs[0]:
+            length_choices.append(range(max(low, 1), max(max_variadic, low) + 1))
+        else:
+            length_choices.append([n for n in tuple_sizes if n >= low])
+    queries, shapes = [], set()
+    for ops, alts, lengths in itertools.product(itertools.product(*trait_choices), itertools.product(*branch_choices),
+                                                itertools.product(*length_choices)):
+        walk = _Instantiation(rule, dict(zip(traits, ops)), dict(zip(branches, alts)), dict(zip(variadics, lengths)))
+        outputs = walk.outputs()
+        if any(walk.slots[o].kind is None for o in outputs):
+            raise UnsupportedRuleError(f"rule {rule.name}: a source output that is a wildcard cannot be e-matched")
+        shape = (tuple(walk.slots), tuple(outputs))
+        if shape in shapes:
+            continue
+        shapes.add(shape)
+        for s in walk.slots:
+            if s.kind is Kind.CALL:
+                eg.declare(Kind.CALL, s.op, len(s.children))
+            elif s.kind is Kind.TUPLE:
+                eg.declare(Kind.TUPLE, None, len(s.children))
+        queries.append(Query(rule, f"r{index}_{len(queries)}", walk.slots, outputs))
+    return queries

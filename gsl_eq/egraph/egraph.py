@@ -39,8 +39,7 @@ PRELUDE = """
 (constructor Const (i64) Expr)
 (constructor GetItem (i64 Expr) Expr)
 (function ty (Expr) i64 :merge old)
-(ruleset collect)
-(ruleset apply)
+(ruleset idle)
 """
 
 

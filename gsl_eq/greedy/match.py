@@ -101,7 +101,7 @@ class Matcher:
         for node in self.graph.rpo():
             if node in self.consumed or not _may_match(first, node):
                 continue
-            m = self._match_at(first, node)
+            m = self.match_at(node, first)
             if m is not None and accept(m):
                 self.consumed.update(n for p, n in _all_nodes(m) if p not in self.inputs)
                 yield m
@@ -112,7 +112,9 @@ class Matcher:
             return out.first[out.templates.index(out.field)] if out.first else out.field
         return out
 
-    def _match_at(self, first: Pattern, node: Node) -> Match | None:
+    def match_at(self, node: Node, first: Pattern | None = None) -> Match | None:
+        """The match whose first source output is ``node``, if there is one."""
+        first = first or self._first_output()
         self.m = Match()
         source_out = self.rule.source.outputs[0]
         if isinstance(source_out, Variadic):
