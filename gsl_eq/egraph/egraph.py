@@ -39,7 +39,6 @@ PRELUDE = """
 (constructor Const (i64) Expr)
 (constructor GetItem (i64 Expr) Expr)
 (function ty (Expr) i64 :merge old)
-(ruleset idle)
 """
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Sequence
+from typing import Sequence
 
 from egglog import bindings as egg
 
@@ -102,6 +102,16 @@ class _Schedule:
     banned_until: int = 0
 
 
+@dataclass
+class _Phase:
+    """What running one phase's rulesets did."""
+
+    matches: dict[str, int] = field(default_factory=dict)
+    updated: bool = False
+    rebuild: float = 0.0
+    complete: bool = True
+
+
 class Runner:
     """Saturates an e-graph holding ``graph`` with ``rules`` under node, iteration and time limits.
 
@@ -131,34 +141,36 @@ class Runner:
 
     def run(self) -> Report:
         start = time.perf_counter()
+        deadline = start + self.time_limit
         size = len(self.graph)
         while True:
             n = len(self.report.iterations)
             if n >= self.iter_limit:
                 return self._stop(StopReason.ITERATION_LIMIT)
-            if n and time.perf_counter() - start + self._predicted_time(size) > self.time_limit:
+            if n and time.perf_counter() + self._predicted_time(size) > deadline:
                 return self._stop(StopReason.TIME_LIMIT)
             t0 = time.perf_counter()
             active = [k for k, s in enumerate(self.schedule) if s.banned_until <= n]
-            collected = self._run_rulesets("collect", active)
-            matches = self._per_rule(collected.num_matches_per_rule)
+            collected = self._run_phase("collect", active, deadline)
+            matches = self._per_rule(collected.matches)
             banned = [k for k in active if self._ban(k, matches.get(self.rules[k].name, 0), n)]
+            chosen = [k for k in active if k not in banned]
             t1 = time.perf_counter()
-            new_keys, accepted = self._decide([k for k in active if k not in banned])
+            new_keys, accepted = self._decide(chosen if collected.complete else [])
             t2 = time.perf_counter()
-            if t2 - start > self.time_limit:
-                return self._stop(StopReason.TIME_LIMIT)
-            applied = self._run_rulesets("apply", [k for k in active if k not in banned])
+            applied = self._run_phase("apply", chosen if collected.complete else [], deadline)
             t3 = time.perf_counter()
             enodes, eclasses = self.egraph.size()
-            rebuild = sum(r.total_seconds() for r in applied.rebuild_time_per_ruleset.values())
             self.report.iterations.append(Iteration(
-                enodes, eclasses, matches, new_keys, accepted, self._per_rule(applied.num_matches_per_rule),
-                [self.rules[k].name for k in range(len(self.rules)) if k not in active or k in banned],
-                t1 - t0, t2 - t1, t3 - t2 - rebuild, rebuild, time.perf_counter() - t0))
+                enodes, eclasses, matches, new_keys, accepted, self._per_rule(applied.matches),
+                [self.rules[k].name for k in range(len(self.rules)) if k not in chosen],
+                t1 - t0 - collected.rebuild, t2 - t1, t3 - t2 - applied.rebuild, collected.rebuild + applied.rebuild,
+                time.perf_counter() - t0))
             size = enodes
+            if not (collected.complete and applied.complete):
+                return self._stop(StopReason.TIME_LIMIT)
             if not (collected.updated or applied.updated or any(new_keys.values())):
-                if all(s.banned_until <= n + 1 for s in self.schedule) and not banned:
+                if not banned and all(s.banned_until <= n + 1 for s in self.schedule):
                     return self._stop(StopReason.SATURATED)
                 for s in self.schedule:  # nothing else changes: lift the bans early (egg does the same)
                     s.banned_until = 0
@@ -178,10 +190,19 @@ class Runner:
         s.times_banned += 1
         return True
 
-    def _run_rulesets(self, phase: str, rules: list[int]) -> Any:
-        runs = " ".join(f"(run {phase}_{k})" for k in rules) or "(run idle)"
-        (out,) = self.egraph.run(f"(run-schedule (seq {runs}))")
-        return out.report
+    def _run_phase(self, phase: str, rules: list[int], deadline: float) -> "_Phase":
+        """Run ``phase``'s ruleset of each rule in turn, checking the clock between rules."""
+        result = _Phase()
+        for k in rules:
+            if time.perf_counter() > deadline:
+                result.complete = False
+                break
+            (out,) = self.egraph.run(f"(run {phase}_{k} 1)")
+            result.updated |= out.report.updated
+            result.rebuild += sum(r.total_seconds() for r in out.report.rebuild_time_per_ruleset.values())
+            for name, count in out.report.num_matches_per_rule.items():
+                result.matches[name] = result.matches.get(name, 0) + count
+        return result
 
     def _per_rule(self, counts: dict[str, int]) -> dict[str, int]:
         """egglog's per-rule counts (named "collect r<k>_<q>" / "apply r<k>_<q>_<v>") summed per GSL rule."""

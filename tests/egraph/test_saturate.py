@@ -1,5 +1,7 @@
 """GSL rules as guarded egglog rewrites, and the runner's limits."""
 
+import time
+
 import pytest
 from tvm import relax
 
@@ -69,9 +71,27 @@ def test_iteration_limit_stops_the_run():
     report = Runner(chain(8), [assoc_rule(), comm_rule()], iter_limit=2, node_limit=10**9).run()
     assert report.stop_reason is StopReason.ITERATION_LIMIT and len(report.iterations) == 2
 
-def test_time_limit_stops_the_run():
-    report = Runner(chain(10), [assoc_rule(), comm_rule()], time_limit=0.5, node_limit=10**9, iter_limit=10**6).run()
+@pytest.mark.parametrize("n, limit", [(10, 0.3), (12, 1.0), (14, 1.5)])
+def test_time_limit_stops_the_run_within_ten_percent(n, limit):
+    start = time.perf_counter()
+    report = Runner(chain(n), [assoc_rule(), comm_rule()], time_limit=limit, node_limit=10**9, iter_limit=10**6).run()
     assert report.stop_reason is StopReason.TIME_LIMIT
+    assert time.perf_counter() - start <= 1.1 * limit
+
+
+def test_backoff_bans_a_rule_that_matches_too_often_and_still_saturates():
+    plain = Runner(chain(7), [assoc_rule(), comm_rule()], node_limit=10**9, iter_limit=100).run()
+    runner = Runner(chain(7), [assoc_rule(), comm_rule()], node_limit=10**9, iter_limit=100, match_limit=20, ban_length=2)
+    report = runner.run()
+    banned = [it.banned for it in report.iterations if it.banned]
+    assert banned and {"mul-assoc", "mul-comm"} >= set().union(*banned)
+    first = next(it for it in report.iterations if it.banned)
+    assert all(first.matches[name] > 20 for name in first.banned if name in first.matches)
+    assert all(first.applied.get(name, 0) == 0 for name in first.banned)
+    # Saturation is a fixed point: banning only changes the order in which it is reached.
+    assert report.stop_reason is plain.stop_reason is StopReason.SATURATED
+    assert report.iterations[-1].enodes == plain.iterations[-1].enodes
+    assert len(report.iterations) > len(plain.iterations)
 
 def reachable_from_itself(snap):
     """E-classes reachable from themselves through some e-node's children."""
