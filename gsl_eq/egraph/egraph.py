@@ -34,7 +34,7 @@ from ..graph.types import Type
 _SPAN = egg.PanicSpan()
 PRELUDE = """
 (datatype Expr)
-(constructor Id (i64) Expr)
+(constructor Id (i64) Expr :unextractable)
 (constructor Var (String) Expr)
 (constructor Const (i64) Expr)
 (constructor GetItem (i64 Expr) Expr)
