@@ -3,9 +3,10 @@
 from .errors import GslEqError, UnsupportedModuleError, WorkloadError
 from .frontend import GSLError, Subst, attr, op, pat, spec
 from .graph import Graph, from_relax, to_relax
+from .optimize import OptimizeReport, OptimizeResult, optimize
 from .workload import Workload
 
 __all__ = [
-    "GSLError", "GslEqError", "Graph", "Subst", "UnsupportedModuleError", "Workload", "WorkloadError",
-    "attr", "from_relax", "op", "pat", "spec", "to_relax",
+    "GSLError", "GslEqError", "Graph", "OptimizeReport", "OptimizeResult", "Subst", "UnsupportedModuleError", "Workload", "WorkloadError",
+    "attr", "from_relax", "op", "optimize", "pat", "spec", "to_relax",
 ]

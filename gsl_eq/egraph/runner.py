@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Sequence
+from typing import Callable, Sequence
 
 from egglog import bindings as egg
 
@@ -122,7 +122,7 @@ class Runner:
 
     def __init__(self, graph: Graph, rules: Sequence[Subst], node_limit: int = 50_000, iter_limit: int = 30,
                  time_limit: float = 60.0, match_limit: int = 1000, ban_length: int = 5,
-                 max_variadic: int = MAX_VARIADIC):
+                 max_variadic: int = MAX_VARIADIC, on_iteration: Callable[[Iteration], None] | None = None):
         start = time.perf_counter()
         self.egraph = EGraph()
         self.graph = graph
@@ -137,6 +137,7 @@ class Runner:
         self.node_limit, self.iter_limit, self.time_limit = node_limit, iter_limit, time_limit
         self.match_limit, self.ban_length = match_limit, ban_length
         self.schedule = [_Schedule() for _ in self.rules]
+        self.on_iteration = on_iteration
         self.report = Report(load_time=time.perf_counter() - start)
 
     def run(self) -> Report:
@@ -167,6 +168,8 @@ class Runner:
                 t1 - t0 - collected.rebuild, t2 - t1, t3 - t2 - applied.rebuild, collected.rebuild + applied.rebuild,
                 time.perf_counter() - t0))
             size = enodes
+            if self.on_iteration is not None:
+                self.on_iteration(self.report.iterations[-1])
             if not (collected.complete and applied.complete):
                 return self._stop(StopReason.TIME_LIMIT)
             if not (collected.updated or applied.updated or any(new_keys.values())):

@@ -12,7 +12,21 @@ from .cost import (
     op_flops,
 )
 
+from .extractors import (
+    ENodeCost,
+    Extraction,
+    ExtractionError,
+    ExtractGraph,
+    dag_cost,
+    greedy_dag_extract,
+    ilp_extract,
+    is_acyclic,
+    tree_extract,
+)
+
 __all__ = [
+    "ENodeCost", "ExtractGraph", "Extraction", "ExtractionError", "dag_cost", "greedy_dag_extract", "ilp_extract",
+    "is_acyclic", "tree_extract",
     "COST_MODELS", "CostModel", "Measured", "OpCount", "Roofline",
     "get_cost_model", "graph_cost", "op_bytes", "op_flops",
 ]

@@ -1,0 +1,229 @@
+"""What users call: optimize a module or workload with GSL rules, greedily or by saturation.
+
+    result = gsl_eq.optimize(wl, mode="saturate", cost="roofline", extractor="ilp")
+    print(result.report)            # a table: cost before/after, phases, iterations, stop reason
+    result.report.to_json()         # the same, for files
+    new_mod = result.mod
+
+Costs are those of the workload with its parameters folded: a computation on
+parameters only is done once, before deployment, and costs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
+
+import tvm
+
+from . import rules as library
+from .egraph import Iteration, Runner
+from .extract import CostModel, get_cost_model, graph_cost
+from .extract.choose import egglog_extract, priced, rebuild, roots
+from .extract.extractors import Extraction, greedy_dag_extract, ilp_extract, tree_extract
+from .frontend import Subst
+from .graph import Graph, Kind
+from .greedy.rewrite import greedy, to_workload
+from .workload import Workload
+
+MODES = ("saturate", "greedy")
+EXTRACTORS = ("ilp", "greedy", "tree", "egglog")
+
+
+@dataclass
+class OptimizeReport:
+    """What :func:`optimize` did, with costs under ``cost_model`` (lower is better)."""
+
+    mode: str
+    cost_model: str
+    cost_before: float
+    cost_after: float
+    calls_before: int
+    calls_after: int
+    timings: dict[str, float] = field(default_factory=dict)
+    rules: list[str] = field(default_factory=list)
+    rules_applied: dict[str, int] = field(default_factory=dict)
+    extractor: str | None = None
+    extraction_status: str | None = None
+    gap: float | None = None
+    stop_reason: str | None = None
+    enodes: int | None = None
+    eclasses: int | None = None
+    iterations: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self, indent: int = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=str)
+
+    def table(self) -> Any:
+        """The report as a rich table."""
+        from rich.table import Table
+
+        t = Table(title=f"gsl_eq optimize ({self.mode})", show_header=False)
+        t.add_column(style="bold")
+        t.add_column()
+        ratio = self.cost_after / self.cost_before if self.cost_before else math.nan
+        rows = [
+            ("cost model", self.cost_model),
+            ("cost before -> after", f"{self.cost_before:.6g} -> {self.cost_after:.6g} ({ratio:.3f}x)"),
+            ("op calls before -> after", f"{self.calls_before} -> {self.calls_after}"),
+        ]
+        if self.mode == "saturate":
+            rows += [("e-graph", f"{self.enodes} e-nodes, {self.eclasses} e-classes, {len(self.iterations)} iterations"),
+                     ("stop reason", str(self.stop_reason)),
+                     ("extractor", f"{self.extractor} ({self.extraction_status}, gap {_fmt_gap(self.gap)})")]
+        applied = ", ".join(f"{k} x{v}" for k, v in sorted(self.rules_applied.items()) if v) or "none"
+        rows += [("rules applied", applied),
+                 ("time (s)", ", ".join(f"{k} {v:.2f}" for k, v in self.timings.items()))]
+        rows += [("note", n) for n in self.notes]
+        for k, v in rows:
+            t.add_row(k, v)
+        return t
+
+    def __str__(self) -> str:
+        from rich.console import Console
+
+        console = Console(width=120, record=True, force_terminal=False)
+        with console.capture() as capture:
+            console.print(self.table())
+        return capture.get()
+
+
+@dataclass
+class OptimizeResult:
+    """The optimized workload (``.workload``, ``.mod``) and what was done (``.report``)."""
+
+    workload: Workload
+    report: OptimizeReport
+
+    @property
+    def mod(self) -> tvm.IRModule:
+        return self.workload.mod
+
+
+def as_workload(mod_or_workload: Workload | tvm.IRModule) -> Workload:
+    """A workload as given, or a bare IRModule whose function parameters all stay runtime inputs."""
+    if isinstance(mod_or_workload, Workload):
+        return mod_or_workload
+    if isinstance(mod_or_workload, tvm.IRModule):
+        return Workload(mod_or_workload, {})
+    raise TypeError(f"optimize takes a gsl_eq.Workload or a tvm.IRModule, not {type(mod_or_workload).__name__}")
+
+
+def optimize(
+    mod_or_workload: Workload | tvm.IRModule,
+    rules: Sequence[Subst] | None = None,
+    mode: str = "saturate",
+    cost: str | CostModel = "roofline",
+    extractor: str = "ilp",
+    node_limit: int = 50_000,
+    iter_limit: int = 30,
+    time_limit: float = 60.0,
+    order: Sequence[int | str] | None = None,
+    ilp_time_limit: float = 60.0,
+    on_iteration: Callable[[Iteration], None] | None = None,
+) -> OptimizeResult:
+    """Optimize a workload (or a bare IRModule) with GSL ``rules`` (default: :func:`gsl_eq.rules.default`).
+
+    ``mode="saturate"`` applies every rule at once in an e-graph (limits: ``node_limit``
+    e-nodes, ``iter_limit`` iterations, ``time_limit`` seconds) and extracts the
+    cheapest equivalent graph under ``cost`` (``"roofline"``, ``"opcount"``,
+    ``"measured"`` or a :class:`~gsl_eq.extract.CostModel`) with ``extractor``
+    (``"ilp"``, ``"greedy"`` for the greedy DAG extractor, ``"tree"``, ``"egglog"``).
+    ``mode="greedy"`` runs GSL's destructive matcher, rules in the given order
+    (``order``: a permutation of rule indices or names). The input is never changed.
+    """
+    start = time.perf_counter()
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    if extractor not in EXTRACTORS:
+        raise ValueError(f"unknown extractor {extractor!r}; choose one of {', '.join(EXTRACTORS)}")
+    model = get_cost_model(cost)
+    rule_list = _ordered(list(library.default() if rules is None else rules), order)
+    wl = as_workload(mod_or_workload).fold_params()
+    timings = {"fold": time.perf_counter() - start}
+    before = graph_cost(wl.graph, model)
+    report = OptimizeReport(mode, model.name, before, before, _calls(wl.graph), _calls(wl.graph), timings,
+                            [r.name for r in rule_list])
+    if mode == "greedy":
+        t = time.perf_counter()
+        result = greedy(wl, rule_list)
+        timings["rewrite"] = time.perf_counter() - t
+        out = result.workload
+        report.rules_applied = dict(result.fired)
+        if not result.converged:
+            report.notes.append(f"greedy rewriting stopped after {result.rounds} rounds without converging")
+    else:
+        out = _saturate(wl, rule_list, model, extractor, node_limit, iter_limit, time_limit, ilp_time_limit,
+                        on_iteration, report)
+    report.cost_after, report.calls_after = graph_cost(out.graph, model), _calls(out.graph)
+    if report.cost_after > before:
+        report.notes.append(f"the result cost {report.cost_after:.6g} > {before:.6g}: the input is returned")
+        out, report.cost_after, report.calls_after = wl, before, report.calls_before
+    timings["total"] = time.perf_counter() - start
+    return OptimizeResult(out, report)
+
+
+def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor: str, node_limit: int,
+              iter_limit: int, time_limit: float, ilp_time_limit: float,
+              on_iteration: Callable[[Iteration], None] | None, report: OptimizeReport) -> Workload:
+    timings = report.timings
+    t = time.perf_counter()
+    runner = Runner(wl.graph, rule_list, node_limit=node_limit, iter_limit=iter_limit, time_limit=time_limit,
+                    on_iteration=on_iteration)
+    timings["load"] = time.perf_counter() - t
+    run = runner.run()
+    timings["saturate"] = run.total_time
+    report.stop_reason = run.stop_reason.value
+    report.rules_applied = run.applied()
+    report.iterations = [asdict(it) for it in run.iterations]
+    t = time.perf_counter()
+    snap = runner.egraph.snapshot()
+    report.enodes, report.eclasses = snap.num_enodes, len(snap.classes)
+    report.extractor = extractor
+    if extractor == "egglog":
+        graph = egglog_extract(runner)
+        report.extraction_status = "tree cost, every e-node 1"
+    else:
+        egraph = priced(runner.egraph, snap, model, set(wl.params))
+        chosen: Extraction = _extract(extractor, egraph, roots(runner, snap), ilp_time_limit)
+        report.extraction_status, report.gap = chosen.status, chosen.gap
+        graph = rebuild(runner, snap, chosen.choice)
+    timings["extract"] = time.perf_counter() - t
+    t = time.perf_counter()
+    out = to_workload(graph, wl, fold_params=True)
+    timings["rebuild"] = time.perf_counter() - t
+    return out
+
+
+def _extract(extractor: str, egraph: Any, root_classes: list, ilp_time_limit: float) -> Extraction:
+    if extractor == "tree":
+        return tree_extract(egraph, root_classes)
+    warm = greedy_dag_extract(egraph, root_classes)
+    if extractor == "greedy":
+        return warm
+    return ilp_extract(egraph, root_classes, time_limit=ilp_time_limit, warm_start=warm)
+
+
+def _calls(graph: Graph) -> int:
+    return sum(1 for n in graph.rpo() if n.kind is Kind.CALL)
+
+
+def _ordered(rule_list: list[Subst], order: Sequence[int | str] | None) -> list[Subst]:
+    if order is None:
+        return rule_list
+    names = [r.name for r in rule_list]
+    index = [names.index(o) if isinstance(o, str) and o in names else o for o in order]
+    if sorted(i for i in index if isinstance(i, int)) != list(range(len(rule_list))):
+        raise ValueError(f"order {list(order)} is not a permutation of the {len(rule_list)} rules {names}")
+    return [rule_list[i] for i in index]
+
+
+def _fmt_gap(gap: float | None) -> str:
+    return "n/a" if gap is None else f"{gap:.2%}"

@@ -1,0 +1,241 @@
+"""The e-graph extractors on hand-made and random e-graphs, checked against brute force."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from gsl_eq.errors import GslEqError
+from gsl_eq.extract.extractors import (
+    ENodeCost as N,
+    Extraction,
+    ExtractionError,
+    dag_cost,
+    greedy_dag_extract,
+    ilp_extract,
+    is_acyclic,
+    tree_extract,
+)
+
+EXTRACTORS = [tree_extract, greedy_dag_extract, ilp_extract]
+
+
+# --- independent reference implementations -------------------------------------------------------
+
+
+def reachable(egraph, roots, choice):
+    """Classes reachable from the roots through chosen e-nodes."""
+    seen, todo = set(), list(roots)
+    while todo:
+        cls = todo.pop()
+        if cls not in seen:
+            seen.add(cls)
+            todo.extend(egraph[cls][choice[cls]].children)
+    return seen
+
+
+def acyclic(egraph, classes, choice):
+    """Kahn's algorithm: peel classes whose chosen children are all peeled."""
+    left = set(classes)
+    while True:
+        ready = {c for c in left if not left.intersection(egraph[c][choice[c]].children)}
+        if not ready:
+            return not left
+        left -= ready
+
+
+def brute_force(egraph, roots):
+    """The least DAG cost over all acyclic choices, or None if there is none."""
+    classes = list(egraph)
+    best = None
+    for combo in itertools.product(*(range(len(egraph[c])) for c in classes)):
+        choice = dict(zip(classes, combo))
+        used = reachable(egraph, roots, choice)
+        if acyclic(egraph, used, choice):
+            cost = sum(egraph[c][choice[c]].cost for c in used)
+            best = cost if best is None else min(best, cost)
+    return best
+
+
+def check(egraph, roots, extraction: Extraction) -> None:
+    """The extraction is a valid, acyclic choice of exactly the reachable classes, at the cost it reports."""
+    used = reachable(egraph, roots, extraction.choice)
+    assert set(extraction.choice) == used
+    assert acyclic(egraph, used, extraction.choice)
+    assert extraction.cost == pytest.approx(sum(egraph[c][extraction.choice[c]].cost for c in used))
+    position = {cls: k for k, cls in enumerate(extraction.choice)}
+    for cls, index in extraction.choice.items():  # children before parents
+        assert all(position[child] < position[cls] for child in egraph[cls][index].children)
+
+
+def random_egraph(seed: int):
+    """3-8 classes of 1-3 e-nodes with 0-2 random children each (cycles and self-loops
+    included), plus one leaf somewhere; costs are small integers, zero included."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 9))
+    egraph = {
+        cls: [
+            N(float(rng.integers(0, 6)), tuple(int(c) for c in rng.integers(0, n, size=rng.integers(0, 3))))
+            for _ in range(rng.integers(1, 4))
+        ]
+        for cls in range(n)
+    }
+    egraph[int(rng.integers(n))].append(N(float(rng.integers(0, 6))))
+    roots = [int(r) for r in rng.integers(0, n, size=rng.integers(1, 3))]
+    return egraph, roots
+
+
+# --- hand-made e-graphs --------------------------------------------------------------------------
+
+# X = p(A, B) with A = q(S), B = r(S): tree cost pays S twice (11 > 10), DAG cost once (7)
+DIAMOND = {
+    "X": [N(1, ("A", "B")), N(10)],
+    "A": [N(1, ("S",))],
+    "B": [N(1, ("S",))],
+    "S": [N(4)],
+}
+
+# R = f(A, B): each of A and B alone is cheaper as a leaf (3 < 1 + 3), both together
+# cheaper through the shared S (1 + 1 + 3 < 3 + 3): only the ILP sees it
+SIBLINGS = {
+    "R": [N(1, ("A", "B"))],
+    "A": [N(1, ("S",)), N(3)],
+    "B": [N(1, ("S",)), N(3)],
+    "S": [N(3)],
+}
+
+# A = f(B) | leaf 5 and B = g(A) | leaf 10: the cycle through the zero-cost e-nodes would cost 0
+CYCLE = {
+    "A": [N(0, ("B",)), N(5)],
+    "B": [N(0, ("A",)), N(10)],
+}
+
+
+def test_dag_extractors_pay_a_shared_node_once():
+    tree, greedy, ilp = (extract(DIAMOND, ["X"]) for extract in EXTRACTORS)
+    assert tree.choice == {"X": 1} and tree.cost == 10
+    for extraction in greedy, ilp:
+        assert extraction.choice == {"S": 0, "A": 0, "B": 0, "X": 0} and extraction.cost == 7
+        check(DIAMOND, ["X"], extraction)
+    assert (tree.extractor, greedy.extractor, ilp.extractor) == ("tree", "greedy_dag", "ilp")
+    assert (tree.status, tree.gap) == ("heuristic", None)
+    assert (ilp.status, ilp.gap) == ("optimal", 0.0)
+
+
+def test_ilp_shares_across_siblings():
+    tree, greedy, ilp = (extract(SIBLINGS, ["R"]) for extract in EXTRACTORS)
+    assert tree.cost == greedy.cost == 7
+    assert ilp.cost == 6 and ilp.choice == {"S": 0, "A": 0, "B": 0, "R": 0}
+
+
+def test_tree_cost_is_reported_as_dag_cost():
+    egraph = {"R": [N(1, ("S", "S"))], "S": [N(4)]}  # tree cost 9, DAG cost 5
+    assert tree_extract(egraph, ["R"]).cost == 5
+
+
+@pytest.mark.parametrize("extract", EXTRACTORS)
+def test_cycles_are_never_chosen(extract):
+    assert extract(CYCLE, ["A"]).choice == {"A": 1}
+    both = extract(CYCLE, ["B", "A", "B"])  # B = g(A) with A a leaf: 5 < 10; repeated roots are fine
+    assert both.choice == {"A": 1, "B": 0} and both.cost == 5
+    looped = {"A": [N(0, ("A",)), N(0, ("B", "A")), N(2)], "B": [N(1)]}
+    assert extract(looped, ["A"]).choice == {"A": 2}
+
+
+@pytest.mark.parametrize("extract", EXTRACTORS)
+def test_no_finite_term_names_the_root(extract):
+    for egraph in (
+        {"A": [N(1, ("B",))], "B": [N(1, ("A",))], "C": [N(1)]},  # only a cycle
+        {"A": [N(1, ("E",))], "E": []},  # an empty class
+        {"A": [N(math.inf)], "B": [N(1)]},  # an infinite cost
+    ):
+        with pytest.raises(ExtractionError, match="root e-class 'A' has no acyclic term"):
+            extract(egraph, ["A"])
+    with pytest.raises(ExtractionError, match="root e-class 'Z' is not in the e-graph"):
+        extract(CYCLE, ["Z"])
+    with pytest.raises(ExtractionError, match="child e-class 'Q' that is not in the e-graph"):
+        extract({"A": [N(1, ("Q",))]}, ["A"])
+    assert issubclass(ExtractionError, GslEqError)
+
+
+@pytest.mark.parametrize("extract", EXTRACTORS)
+def test_infinite_cost_nodes_are_avoided(extract):
+    egraph = {"A": [N(math.inf), N(1, ("B",))], "B": [N(2), N(math.inf)]}
+    assert extract(egraph, ["A"]).choice == {"B": 0, "A": 1}
+
+
+@pytest.mark.parametrize("extract", EXTRACTORS)
+def test_no_roots(extract):
+    assert extract(DIAMOND, []).choice == {}
+
+
+def test_dag_cost_and_is_acyclic():
+    choice = {"X": 0, "A": 0, "B": 0, "S": 0}
+    assert dag_cost(DIAMOND, ["X", "A"], choice) == 7
+    assert dag_cost(DIAMOND, ["A"], {"A": 0, "S": 0}) == 5
+    assert is_acyclic(DIAMOND, ["X"], choice)
+    assert not is_acyclic(CYCLE, ["A"], {"A": 0, "B": 0})
+    assert dag_cost(CYCLE, ["A"], {"A": 0, "B": 0}) == 0  # each e-node once, even on a cycle
+    with pytest.raises(ValueError, match="e-class 'S' is reachable from the roots but has no chosen e-node"):
+        dag_cost(DIAMOND, ["X"], {"X": 0, "A": 0, "B": 0})
+    with pytest.raises(ValueError, match="no e-node 3"):
+        is_acyclic(DIAMOND, ["X"], {"X": 3})
+    with pytest.raises(ValueError, match=">= 0"):
+        N(-1.0)
+
+
+def test_warm_start():
+    warm = greedy_dag_extract(SIBLINGS, ["R"])
+    ilp = ilp_extract(SIBLINGS, ["R"], warm_start=warm)
+    assert ilp.cost == 6 and ilp.status == "optimal"
+    with pytest.raises(ValueError, match="cyclic"):
+        ilp_extract(CYCLE, ["A"], warm_start=Extraction({"A": 0, "B": 0}, 0.0, "bad", 0.0))
+
+
+def layered_egraph(n: int, seed: int):
+    """A larger e-graph with many cycles, on which HiGHS needs a while."""
+    rng = np.random.default_rng(seed)
+    egraph = {}
+    for cls in range(n):
+        egraph[cls] = []
+        for _ in range(rng.integers(1, 5)):
+            children = () if cls < 10 else tuple(
+                int(c) if rng.random() > 0.1 else int(rng.integers(cls, n))
+                for c in rng.integers(max(0, cls - 30), cls, rng.integers(1, 4))
+            )
+            egraph[cls].append(N(float(rng.integers(1, 100)), children))
+    return egraph, list(range(n - 20, n))
+
+
+def test_time_limit_keeps_the_warm_start():
+    egraph, roots = layered_egraph(300, 0)
+    warm = greedy_dag_extract(egraph, roots)
+    ilp = ilp_extract(egraph, roots, time_limit=0.0, warm_start=warm)
+    assert ilp.status.startswith("time limit") and ilp.cost <= warm.cost
+    check(egraph, roots, ilp)
+    if "no ILP solution" in ilp.status:
+        assert ilp.status == "time limit, no ILP solution: kept the warm start" and ilp.choice == warm.choice
+
+
+# --- random e-graphs -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_random_egraphs_against_brute_force(seed):
+    egraph, roots = random_egraph(seed)
+    optimum = brute_force(egraph, roots)
+    if optimum is None:
+        for extract in EXTRACTORS:
+            with pytest.raises(ExtractionError, match="has no acyclic term"):
+                extract(egraph, roots)
+        return
+    tree, greedy, ilp = (extract(egraph, roots) for extract in EXTRACTORS)
+    for extraction in tree, greedy, ilp:
+        check(egraph, roots, extraction)
+    assert ilp.cost <= greedy.cost <= tree.cost
+    assert ilp.cost == optimum and (ilp.status, ilp.gap) == ("optimal", 0.0)
+    warm = ilp_extract(egraph, roots, warm_start=greedy)
+    assert warm.cost == optimum and (warm.status, warm.gap) == ("optimal", 0.0)
