@@ -4,9 +4,11 @@ from .errors import GslEqError, UnsupportedModuleError, WorkloadError
 from .frontend import GSLError, Subst, attr, op, pat, spec
 from .graph import Graph, from_relax, to_relax
 from .optimize import OptimizeReport, OptimizeResult, optimize
+from .orderings import OrderingComparison, compare_orderings
 from .workload import Workload
 
 __all__ = [
-    "GSLError", "GslEqError", "Graph", "OptimizeReport", "OptimizeResult", "Subst", "UnsupportedModuleError", "Workload", "WorkloadError",
-    "attr", "from_relax", "op", "optimize", "pat", "spec", "to_relax",
+    "GSLError", "GslEqError", "Graph", "OptimizeReport", "OptimizeResult", "OrderingComparison", "Subst",
+    "UnsupportedModuleError", "Workload", "WorkloadError",
+    "attr", "compare_orderings", "from_relax", "op", "optimize", "pat", "spec", "to_relax",
 ]

@@ -1,0 +1,139 @@
+"""The phase-ordering problem, measured: greedy mode under many rule orders against one saturation.
+
+    table = gsl_eq.compare_orderings(wl, rules.default(), orderings=24, cost="opcount")
+    print(table)                     # one row per ordering, and saturate mode
+    table.plot("orderings.png")      # cost of each ordering against saturation's
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import tvm
+
+from .extract import CostModel, get_cost_model
+from .frontend import Subst
+from .optimize import OptimizeReport, optimize
+from .workload import Workload
+
+
+@dataclass
+class OrderingComparison:
+    """Greedy mode's report under each ordering (rule names in order) and saturate mode's report."""
+
+    cost_model: str
+    cost_before: float
+    greedy: list[tuple[list[str], OptimizeReport]] = field(default_factory=list)
+    saturate: OptimizeReport | None = None
+
+    @property
+    def best_greedy(self) -> float:
+        return min(r.cost_after for _, r in self.greedy)
+
+    @property
+    def worst_greedy(self) -> float:
+        return max(r.cost_after for _, r in self.greedy)
+
+    def rows(self) -> list[dict[str, Any]]:
+        rows = [{"mode": "greedy", "ordering": " > ".join(order), "cost": r.cost_after, "calls": r.calls_after,
+                 "time": r.timings["total"]} for order, r in self.greedy]
+        if self.saturate is not None:
+            s = self.saturate
+            rows.append({"mode": f"saturate ({s.stop_reason})", "ordering": "all at once", "cost": s.cost_after,
+                         "calls": s.calls_after, "time": s.timings["total"]})
+        return rows
+
+    def table(self) -> Any:
+        from rich.table import Table
+
+        t = Table(title=f"rule orderings, cost model {self.cost_model} (before: {self.cost_before:.6g})")
+        for name in ("mode", "ordering", "cost", "vs saturate", "op calls", "time (s)"):
+            t.add_column(name)
+        reference = self.saturate.cost_after if self.saturate else math.nan
+        for row in self.rows():
+            t.add_row(row["mode"], row["ordering"], f"{row['cost']:.6g}", f"{row['cost'] / reference:.3f}x",
+                      str(row["calls"]), f"{row['time']:.2f}")
+        return t
+
+    def __str__(self) -> str:
+        from rich.console import Console
+
+        console = Console(width=160, force_terminal=False)
+        with console.capture() as capture:
+            console.print(self.table())
+        return capture.get()
+
+    def plot(self, path: str | Path) -> Path:
+        """Save a bar chart of each ordering's cost, with saturation's as a line; returns the path."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        costs = sorted(r.cost_after for _, r in self.greedy)
+        fig, ax = plt.subplots(figsize=(8, 4))
+        ax.bar(range(len(costs)), costs, color="tab:blue", label="greedy, one bar per ordering (sorted)")
+        if self.saturate is not None:
+            ax.axhline(self.saturate.cost_after, color="tab:red", label="saturate")
+        ax.axhline(self.cost_before, color="gray", linestyle="--", label="before")
+        ax.set_xlabel("ordering")
+        ax.set_ylabel(f"cost ({self.cost_model})")
+        ax.legend()
+        fig.tight_layout()
+        path = Path(path)
+        fig.savefig(path)
+        plt.close(fig)
+        return path
+
+
+def orderings_of(n: int, count: int | Sequence[Sequence[int]], seed: int = 0) -> list[tuple[int, ...]]:
+    """Rule orders to try: every permutation of ``n`` rules when there are at most ``count``,
+    else ``count`` distinct ones drawn with ``seed``; a list of orders is taken as it is."""
+    if not isinstance(count, int):
+        return [tuple(o) for o in count]
+    if math.factorial(n) <= count:
+        return list(itertools.permutations(range(n)))
+    rng, chosen = random.Random(seed), dict.fromkeys([tuple(range(n))])
+    while len(chosen) < count:
+        order = list(range(n))
+        rng.shuffle(order)
+        chosen[tuple(order)] = None
+    return list(chosen)
+
+
+def compare_orderings(
+    workload: Workload | tvm.IRModule,
+    rules: Sequence[Subst],
+    orderings: int | Sequence[Sequence[int | str]] = 24,
+    cost: str | CostModel = "roofline",
+    seed: int = 0,
+    plot: str | Path | None = None,
+    **saturate_options: Any,
+) -> OrderingComparison:
+    """Greedy mode under each ordering of ``rules`` and saturate mode once, same rules, same cost model.
+
+    ``orderings``: how many orders to try (all permutations when there are few
+    rules, else a seeded sample), or the orders themselves (indices or names).
+    ``saturate_options`` go to :func:`optimize` (limits, extractor). With
+    ``plot``, a chart is saved there too.
+    """
+    model = get_cost_model(cost)
+    rules = list(rules)
+    names = [r.name for r in rules]
+    orders = [[names.index(o) if isinstance(o, str) else o for o in order]
+              for order in orderings_of(len(rules), orderings, seed)]
+    result = OrderingComparison(model.name, math.nan)
+    for order in orders:
+        report = optimize(workload, rules, mode="greedy", cost=model, order=order).report
+        result.cost_before = report.cost_before
+        result.greedy.append(([names[i] for i in order], report))
+    result.saturate = optimize(workload, rules, mode="saturate", cost=model, **saturate_options).report
+    result.cost_before = result.saturate.cost_before
+    if plot is not None:
+        result.plot(plot)
+    return result

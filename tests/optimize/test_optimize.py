@@ -1,0 +1,149 @@
+"""optimize(): numerically equal results, costs that only go down, extractors in their order."""
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+import tvm
+from tvm import relax
+
+from gsl_eq import Workload, compare_orderings, optimize, rules
+from gsl_eq.egraph import Runner
+from gsl_eq.extract import Measured, OpCount, Roofline, greedy_dag_extract, graph_cost, ilp_extract, is_acyclic
+from gsl_eq.extract import dag_cost, tree_extract
+from gsl_eq.extract.choose import egglog_extract, priced, rebuild, roots
+from gsl_eq.greedy.rewrite import to_workload
+from gsl_eq.models import bert_encoder, diamond_conv, inception_block, inception_network, resnet_bottleneck
+from gsl_eq.models import transformer_encoder_layer
+from tests.conftest import assert_same_outputs
+
+MODELS = {
+    "diamond_conv": diamond_conv,
+    "resnet_bottleneck": resnet_bottleneck,
+    "inception_block": inception_block,
+    "inception_network": inception_network,
+    "transformer_encoder_layer": transformer_encoder_layer,
+    "bert_encoder_2": lambda: bert_encoder(layers=2),
+}
+SATURATE_RULES = [*rules.default(), *rules.algebraic()]
+LIMITS = dict(node_limit=20_000, iter_limit=8, time_limit=30.0)
+
+
+@pytest.fixture(scope="module", params=list(MODELS))
+def model(request):
+    return request.param, MODELS[request.param]()
+
+
+def test_saturate_mode_keeps_the_outputs_and_never_raises_the_cost(model):
+    name, wl = model
+    before = wl.mod.script()
+    result = optimize(wl, SATURATE_RULES, mode="saturate", cost="roofline", extractor="ilp", **LIMITS)
+    report = result.report
+    assert wl.mod.script() == before  # the input is not changed
+    assert report.cost_after <= report.cost_before
+    assert report.extraction_status == "optimal" and report.gap == 0.0
+    assert relax.analysis.well_formed(result.mod) is not False
+    assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-5)
+    data = json.loads(report.to_json())
+    assert data["cost_after"] == report.cost_after and data["stop_reason"] == report.stop_reason
+    assert len(data["iterations"]) == len(report.iterations) > 0
+    assert "cost before -> after" in str(report)
+
+
+@pytest.mark.parametrize("cost", [OpCount(), Roofline()])
+def test_ilp_is_at_most_greedy_dag_at_most_egglog_and_acyclic(model, cost):
+    name, wl = model
+    wl = wl.fold_params()
+    runner = Runner(wl.graph, SATURATE_RULES, **LIMITS)
+    runner.run()
+    snap = runner.egraph.snapshot()
+    egraph, rs = priced(runner.egraph, snap, cost, set(wl.params)), roots(runner, snap)
+    dag = greedy_dag_extract(egraph, rs)
+    ilp = ilp_extract(egraph, rs, time_limit=30, warm_start=dag)
+
+    def folded_cost(graph):
+        return graph_cost(to_workload(graph, wl, fold_params=True).graph, cost)
+
+    egglog_cost = folded_cost(egglog_extract(runner))
+    assert is_acyclic(egraph, rs, ilp.choice) and ilp.status == "optimal"
+    assert ilp.cost <= dag.cost + 1e-12 <= egglog_cost + 2e-12
+    assert folded_cost(rebuild(runner, snap, ilp.choice)) == pytest.approx(ilp.cost, rel=1e-9)
+    assert tree_extract(egraph, rs).cost >= ilp.cost - 1e-12
+
+
+def test_ilp_gap_zero_is_the_brute_force_optimum():
+    wl = diamond_conv().fold_params()
+    runner = Runner(wl.graph, SATURATE_RULES, **LIMITS)
+    runner.run()
+    snap = runner.egraph.snapshot()
+    egraph, rs = priced(runner.egraph, snap, Roofline(), set(wl.params)), roots(runner, snap)
+    ilp = ilp_extract(egraph, rs)
+    assert ilp.gap == 0.0
+    multi = [c for c, nodes in egraph.items() if len(nodes) > 1]
+    assert 1 < np.prod([len(egraph[c]) for c in multi]) <= 200_000
+    best = np.inf
+    for picks in itertools.product(*(range(len(egraph[c])) for c in multi)):
+        choice = {c: 0 for c in egraph} | dict(zip(multi, picks))
+        if is_acyclic(egraph, rs, choice):
+            best = min(best, dag_cost(egraph, rs, choice))
+    assert ilp.cost == pytest.approx(best, rel=1e-12)
+
+
+def test_saturation_is_never_worse_than_any_greedy_ordering_and_beats_some():
+    strictly_better = []
+    for name, build in MODELS.items():
+        table = compare_orderings(build(), rules.default(), orderings=6, cost="roofline", **LIMITS)
+        assert table.saturate.stop_reason == "saturated", name
+        assert table.saturate.cost_after <= table.best_greedy * (1 + 1e-9), name
+        if table.saturate.cost_after < table.worst_greedy * (1 - 1e-9):
+            strictly_better.append(name)
+    assert "diamond_conv" in strictly_better and "transformer_encoder_layer" in strictly_better
+
+
+def test_greedy_mode_follows_the_order_given():
+    wl = diamond_conv()
+    merged_first = optimize(wl, rules.default(), mode="greedy", cost="opcount",
+                            order=["parallel_conv_variadic", *[r.name for r in rules.default()
+                                                             if r.name != "parallel_conv_variadic"]])
+    diamond_first = optimize(wl, rules.default(), mode="greedy", cost="opcount")
+    assert diamond_first.report.cost_after == 1 < merged_first.report.cost_after
+    assert merged_first.report.rules_applied["parallel_conv_variadic"] == 1
+    assert_same_outputs(wl, merged_first.workload)
+
+
+def test_a_second_run_with_the_measured_model_measures_nothing(tmp_path):
+    wl = diamond_conv()
+    first = Measured(cache_dir=tmp_path, number=2, repeat=2)
+    a = optimize(wl, rules.default(), cost=first)
+    assert first.measurements > 0
+    second = Measured(cache_dir=tmp_path, number=2, repeat=2)
+    b = optimize(wl, rules.default(), cost=second)
+    assert second.measurements == 0
+    assert b.report.cost_after == a.report.cost_after and b.report.cost_before == a.report.cost_before
+
+
+def test_a_bare_module_keeps_its_parameters_as_inputs():
+    wl = diamond_conv()
+    bare = Workload(wl.mod, {})
+    result = optimize(wl.mod, rules.default(), cost="opcount")
+    # w1 + w2 is computed at run time now, not folded: conv(x, w1 + w2)
+    assert result.workload.graph.op_counts() == {"relax.nn.conv2d": 1, "relax.add": 1}
+    assert set(result.workload.input_names) == {"x", "w1", "w2"} and not result.workload.params
+    assert_same_outputs(bare, result.workload)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(mode="fast"), "unknown mode 'fast'; choose one of saturate, greedy"),
+    (dict(extractor="best"), "unknown extractor 'best'"),
+    (dict(cost="flops"), "unknown cost model 'flops'"),
+    (dict(mode="greedy", order=[0, 0]), "is not a permutation"),
+])
+def test_bad_arguments_name_the_problem(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        optimize(diamond_conv(), rules.default(), **kwargs)
+
+
+def test_optimize_rejects_what_is_not_a_module():
+    with pytest.raises(TypeError, match="not str"):
+        optimize("model.py")
