@@ -41,7 +41,9 @@ RULE_SETS: dict[str, Callable[[], list]] = {
 
 def model_names() -> dict[str, Callable[..., Workload]]:
     """Every model the command knows by name."""
-    return {name: getattr(models, name) for name in models.__all__ if callable(getattr(models, name))}
+    skip = {"zoo_model", "hf_bert_module", "hf_gpt2_module"}
+    return {name: getattr(models, name) for name in models.__all__
+            if callable(getattr(models, name)) and name not in skip}
 
 
 def load_model(spec: str) -> Workload:

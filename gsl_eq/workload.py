@@ -167,10 +167,13 @@ class Workload:
         return _from_tvm(result)
 
     def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
-        """Deterministic random values for every runtime input, by name."""
+        """Deterministic random values for every runtime input, by name: floats from U[-1, 1)
+        (data-sized, unlike parameters), integers from 0-7, booleans either way."""
         rng = np.random.default_rng(seed)
         types = {v.name: v.type for v in self._graph.inputs}
-        return {name: _random_of(types[name], rng) for name in self.input_names}
+        return {name: rng.uniform(-1, 1, types[name].shape).astype(types[name].dtype)
+                if np.issubdtype(np.dtype(types[name].dtype), np.floating) else _random_of(types[name], rng)
+                for name in self.input_names}
 
     def fold_params(self) -> "Workload":
         """Precompute every subgraph computed only from parameters and constants.

@@ -1,0 +1,120 @@
+"""Transformers from real PyTorch code: Hugging Face BERT and GPT-2 through ``Workload.from_torch``.
+
+The models are built from a ``transformers`` configuration with random weights
+(seeded; nothing is downloaded) and imported through ``torch.export`` and TVM's
+Relax frontend. They need the ``torch`` extra (PyTorch and transformers), which
+is imported only when a function here is called.
+
+Each model is wrapped so that it takes one ``input_ids`` tensor of shape
+(1, seq), int64, and returns the encoder's or decoder's last hidden state,
+(1, seq, hidden), as one tensor. Attention uses the "eager" implementation:
+explicit matmul and softmax, the graph the rewrite rules work on (the SDPA
+kernel imports too, with extra masking ops).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from ..errors import WorkloadError
+from ..graph import Graph
+from ..workload import Workload
+
+
+def _torch() -> tuple[Any, Any]:
+    """``(torch, transformers)``, or a WorkloadError saying how to install them."""
+    try:
+        import torch
+        import transformers
+    except ImportError as err:
+        raise WorkloadError(
+            f"Hugging Face models need PyTorch and transformers ({err.name} is not installed): "
+            "pip install 'gsl_eq[torch]'"
+        ) from None
+    return torch, transformers
+
+
+@functools.cache
+def _last_hidden_state_class() -> type:
+    torch, _ = _torch()
+
+    class LastHiddenState(torch.nn.Module):
+        """``model(input_ids).last_hidden_state``, optionally with an all-ones attention mask."""
+
+        def __init__(self, model: Any, full_mask: bool):
+            super().__init__()
+            self.model = model
+            self.full_mask = full_mask
+
+        def forward(self, input_ids: Any) -> Any:
+            mask = torch.ones_like(input_ids) if self.full_mask else None
+            return self.model(input_ids=input_ids, attention_mask=mask).last_hidden_state
+
+    return LastHiddenState
+
+
+def _import(module: Any, example_inputs: tuple[Any, ...]) -> Workload:
+    """``Workload.from_torch``, returning the one output tensor itself rather than TVM's 1-tuple."""
+    wl = Workload.from_torch(module, example_inputs)
+    graph = wl.graph
+    return Workload.from_graph(Graph(graph.inputs, graph.outputs, returns_tuple=False), wl.params)
+
+
+def _wrap(make_model: Any, seq: int, vocab: int, seed: int, full_mask: bool = False) -> tuple[Any, tuple[Any, ...]]:
+    """Build ``make_model()`` from ``seed`` (leaving torch's global generator untouched) in eval mode,
+    wrapped to return the last hidden state, and an example (1, seq) int64 ``input_ids``."""
+    torch, _ = _torch()
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = make_model()
+        input_ids = torch.randint(0, vocab, (1, seq), dtype=torch.int64)
+    return _last_hidden_state_class()(model, full_mask).eval(), (input_ids,)
+
+
+def hf_bert_module(
+    layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 64, seed: int = 0
+) -> tuple[Any, tuple[Any, ...]]:
+    """The PyTorch model behind :func:`hf_bert` and an example input: ``(module, (input_ids,))``."""
+    _, transformers = _torch()
+    config = transformers.BertConfig(
+        num_hidden_layers=layers,
+        hidden_size=hidden,
+        num_attention_heads=heads,
+        intermediate_size=4 * hidden,
+        attn_implementation="eager",
+    )
+    return _wrap(lambda: transformers.BertModel(config, add_pooling_layer=False), seq, config.vocab_size, seed)
+
+
+def hf_bert(layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 64, seed: int = 0) -> Workload:
+    """Hugging Face ``BertModel`` (Devlin et al. 2019), random weights: ``layers`` post-norm encoder layers of
+    width ``hidden``, ``heads`` heads, feed-forward 4 * hidden with GELU, BERT's 30522-token vocabulary,
+    no pooler. Input ``input_ids`` (1, seq) int64; output the (1, seq, hidden) last hidden state.
+
+    The defaults (4 layers, hidden 256, 4 heads, sequence 64) import into 264 Relax bindings (op calls).
+    """
+    return _import(*hf_bert_module(layers, hidden, heads, seq, seed))
+
+
+def hf_gpt2_module(
+    layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 64, seed: int = 0
+) -> tuple[Any, tuple[Any, ...]]:
+    """The PyTorch model behind :func:`hf_gpt2` and an example input: ``(module, (input_ids,))``."""
+    _, transformers = _torch()
+    config = transformers.GPT2Config(
+        n_layer=layers, n_embd=hidden, n_head=heads, use_cache=False, attn_implementation="eager"
+    )
+    # An explicit all-ones attention mask: without one, transformers looks for packed
+    # sequences in the position ids with a cumsum over booleans, which TVM imports as a
+    # boolean cumsum that its LLVM code generator cannot compile.
+    return _wrap(lambda: transformers.GPT2Model(config), seq, config.vocab_size, seed, full_mask=True)
+
+
+def hf_gpt2(layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 64, seed: int = 0) -> Workload:
+    """Hugging Face ``GPT2Model`` (Radford et al. 2019), random weights: ``layers`` pre-norm causal decoder
+    layers of width ``hidden``, ``heads`` heads, fused QKV projection (one matmul, then split), feed-forward
+    4 * hidden with tanh-GELU, GPT-2's 50257-token vocabulary and 1024 positions.
+    Input ``input_ids`` (1, seq) int64; output the (1, seq, hidden) last hidden state.
+    """
+    return _import(*hf_gpt2_module(layers, hidden, heads, seq, seed))
