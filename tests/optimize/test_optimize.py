@@ -43,7 +43,7 @@ def test_saturate_mode_keeps_the_outputs_and_never_raises_the_cost(model):
     assert wl.mod.script() == before  # the input is not changed
     assert report.cost_after <= report.cost_before
     assert report.extraction_status == "optimal" and report.gap == 0.0
-    assert relax.analysis.well_formed(result.mod) is not False
+    assert relax.analysis.check_well_formed(result.mod)
     assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-5)
     data = json.loads(report.to_json())
     assert data["cost_after"] == report.cost_after and data["stop_reason"] == report.stop_reason
