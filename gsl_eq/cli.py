@@ -3,12 +3,14 @@
     gsl-eq demo                                  # the embedded models, both modes, numeric check
     gsl-eq optimize bert_encoder -o out.py       # a model by name, or a Python file defining one
     gsl-eq orderings inception_block -n 24       # greedy mode under rule orderings vs saturation
+    gsl-eq bench --quick                         # the benchmark suite (from a source checkout)
 """
 
 from __future__ import annotations
 
 import argparse
 import runpy
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -147,11 +149,23 @@ def run_orderings(console: Console, args: argparse.Namespace) -> int:
     return 0
 
 
+def run_bench(args: argparse.Namespace) -> int:
+    """Run the benchmark suite of a source checkout (benchmarks/run.py is not installed with the package)."""
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
+    if not script.is_file():
+        raise GslEqError(f"gsl-eq bench needs a source checkout of gsl_eq: {script} does not exist")
+    extra = (["--quick"] if args.quick else []) + (["--models", args.models] if args.models else [])
+    return subprocess.run([sys.executable, str(script), *extra]).returncode
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gsl-eq", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="optimize the embedded models in both modes, with a numeric check")
+    bench = sub.add_parser("bench", help="run the benchmark suite (benchmarks/run.py) and update BENCHMARKS.md")
+    bench.add_argument("--quick", action="store_true", help="small versions of the models (under 5 minutes)")
+    bench.add_argument("--models", help="comma-separated model names (default: all)")
     for name, text in (("optimize", "optimize one model"), ("orderings", "compare rule orderings with saturation")):
         p = sub.add_parser(name, help=text)
         p.add_argument("model", help="a model name (see gsl_eq.models) or a .py file defining workload, mod or model")
@@ -175,6 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "demo":
             return demo(console)
+        if args.command == "bench":
+            return run_bench(args)
         return run_optimize(console, args) if args.command == "optimize" else run_orderings(console, args)
     except (GslEqError, ValueError) as err:
         console.print(f"[red]error:[/] {err}")

@@ -1,0 +1,200 @@
+"""The benchmark suite: every zoo model through greedy mode, saturate mode and TVM's own passes.
+
+Per model: graph size; greedy mode's time and cost; saturation's time, e-graph
+size and stop reason; extraction time and cost with the greedy DAG and the ILP
+extractor (and its gap); TVM CPU latency (median of repeated runs) of the
+original, of TVM's pipeline of the passes the library mirrors, of the greedy
+result and of the saturate result; the peak memory of the run; a numeric check
+of every optimized module against the original. Each model runs in its own
+process, so its peak memory is its own.
+
+    python benchmarks/run.py [--quick] [--models bert,vgg19] [--json results.json]
+
+``--quick`` runs small versions of the models (under 5 minutes on 2 cores);
+the full run takes the published shapes. Both write BENCHMARKS.md's "suite"
+section (quick and full runs are kept apart) and the JSON results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from report import machine, table, write_section  # noqa: E402
+
+# Small versions for --quick: same structure, fewer layers, smaller images.
+QUICK = {
+    "bert": dict(layers=2, seq=32, hidden=256, heads=4, ffn=1024),
+    "nasrnn": dict(steps=2, hidden=128),
+    "resnext50": dict(image_size=64, layers=(1, 1, 1, 1)),
+    "nasnet_a": dict(image_size=64, cells=1),
+    "inception_v3": dict(image_size=139, modules=(1, 1, 1)),
+    "squeezenet": dict(image_size=64),
+    "vgg19": dict(image_size=32, fc=256),
+    "resnet50": dict(image_size=64, layers=(1, 1, 1, 1)),
+    "hf_bert": dict(layers=2, hidden=128, heads=2, seq=32),
+    "hf_gpt2": dict(layers=2, hidden=128, heads=2, seq=32),
+}
+LIMITS = dict(node_limit=50_000, iter_limit=15, time_limit=60.0)
+ILP_TIME_LIMIT = 60.0
+REPEAT = 10
+
+
+def latency(wl, inputs: dict) -> float:
+    """Median seconds of one run of ``wl`` on the CPU (TVM's time evaluator, ``REPEAT`` repeats)."""
+    import tvm
+    from tvm import relax
+
+    dev = tvm.cpu()
+    vm = relax.VirtualMachine(relax.build(wl.mod, target="llvm"), dev)
+    values = {**inputs, **wl.params}
+    args = [tvm.runtime.tensor(np.ascontiguousarray(values[p.name]), dev) for p in wl.mod["main"].params]
+    return float(vm.time_evaluator("main", dev, number=1, repeat=REPEAT, min_repeat_ms=50)(*args).median)
+
+
+def tvm_pipeline(wl):
+    """TVM's own passes for what the rule library does, on the module with its parameters bound."""
+    import tvm
+    from tvm import relax
+
+    from gsl_eq import Workload
+
+    mod = relax.transform.CombineParallelMatmul()(wl.mod)  # it leaves matmuls of constants alone: run it first
+    mod = relax.transform.BindParams("main", {k: tvm.runtime.tensor(v) for k, v in wl.params.items()})(mod)
+    mod = tvm.transform.Sequential([
+        relax.transform.FoldBatchnormToConv2D(), relax.transform.DecomposeOpsForInference(),
+        relax.transform.FoldConstant(), relax.transform.EliminateCommonSubexpr(),
+        relax.transform.RemoveRedundantReshape(), relax.transform.FoldConstant(),
+    ])(mod)
+    return Workload(mod, {})
+
+
+def max_diff(a, b) -> float:
+    a, b = (a,) if isinstance(a, np.ndarray) else a, (b,) if isinstance(b, np.ndarray) else b
+    return max(float(np.max(np.abs(u - v)) / (1e-6 + np.max(np.abs(u)))) for u, v in zip(a, b))
+
+
+def measure_one(name: str, quick: bool) -> dict:
+    """Everything about one model (run in a child process)."""
+    from gsl_eq import models, optimize, rules
+    from gsl_eq.egraph import Runner
+    from gsl_eq.extract import Roofline, greedy_dag_extract, ilp_extract
+    from gsl_eq.extract.choose import priced, roots
+
+    model = Roofline()
+    start = time.perf_counter()
+    sizes = QUICK[name] if quick else {}
+    wl = models.zoo_model(name, **sizes) if name in models.ZOO else getattr(models, name)(**sizes)
+    row: dict = {"model": name, "build_s": time.perf_counter() - start, "nodes": len(wl.graph),
+                 "calls": sum(wl.graph.op_counts().values())}
+    greedy = optimize(wl, rules.default(), mode="greedy", cost=model)
+    saturate_rules = [*rules.default(), *rules.algebraic()]
+    sat = optimize(wl, saturate_rules, mode="saturate", cost=model, extractor="ilp", ilp_time_limit=ILP_TIME_LIMIT,
+                   **LIMITS)
+    row.update(cost_before=greedy.report.cost_before, greedy_cost=greedy.report.cost_after,
+               greedy_s=greedy.report.timings["total"], saturate_s=sat.report.timings["saturate"],
+               enodes=sat.report.enodes, eclasses=sat.report.eclasses, iterations=len(sat.report.iterations),
+               stop=sat.report.stop_reason, ilp_cost=sat.report.cost_after, ilp_status=sat.report.extraction_status,
+               ilp_gap=sat.report.gap, ilp_s=sat.report.timings["extract"])
+    # The greedy DAG extractor alone, on the same saturated e-graph.
+    folded = wl.fold_params()
+    runner = Runner(folded.graph, saturate_rules, **LIMITS)
+    runner.run()
+    snap = runner.egraph.snapshot()
+    t = time.perf_counter()
+    dag = greedy_dag_extract(priced(runner.egraph, snap, model, set(folded.params)), roots(runner, snap))
+    row.update(dag_cost=dag.cost, dag_s=time.perf_counter() - t)
+    inputs = wl.random_inputs(0)
+    reference = wl(**inputs)
+    pipeline = tvm_pipeline(wl)
+    for label, candidate in (("original", wl), ("tvm", pipeline), ("greedy", greedy.workload),
+                             ("saturate", sat.workload)):
+        row[f"latency_{label}_ms"] = latency(candidate, inputs) * 1e3
+        if label != "original":
+            row[f"diff_{label}"] = max_diff(reference, candidate(**inputs))
+    row["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    row["total_s"] = time.perf_counter() - start
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small versions of the models")
+    parser.add_argument("--models", help="comma-separated model names (default: all)")
+    parser.add_argument("--json", help="where to write the results (default: benchmarks/results[-quick].json)")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(measure_one(args.one, args.quick)))
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    names = args.models.split(",") if args.models else list(QUICK)
+    rows, console = [], Console()
+    with Progress(console=console) as progress:
+        task = progress.add_task("benchmarking", total=len(names))
+        for name in names:
+            progress.update(task, description=f"benchmarking {name}")
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--one", name] + (["--quick"] if args.quick else [])
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                console.print(f"[red]{name} failed[/]\n{done.stderr[-2000:]}")
+                rows.append({"model": name, "error": done.stderr.strip().splitlines()[-1]})
+            else:
+                rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+                console.print(f"{name}: {rows[-1]['total_s']:.1f} s")
+            progress.advance(task)
+    kind = "quick" if args.quick else "full"
+    out = Path(args.json or HERE / f"results-{kind}.json")
+    out.write_text(json.dumps({"machine": machine(), "kind": kind, "rows": rows}, indent=1))
+    write_section(f"suite-{kind}", report(rows, kind))
+    console.print(f"wrote {out} and BENCHMARKS.md (suite-{kind})")
+
+
+def report(rows: list[dict], kind: str) -> str:
+    ok = [r for r in rows if "error" not in r]
+    sizes = "small versions of the models (`--quick`)" if kind == "quick" else "the published shapes, batch 1"
+    lines = [f"## Benchmark suite, {kind} run (benchmarks/run.py)",
+             f"Machine: {machine()}. Models at {sizes}. Costs: roofline model (µs). Greedy mode: rules.default() in "
+             f"library order. Saturate mode: rules.default() + rules.algebraic(), limits {LIMITS['node_limit']} "
+             f"e-nodes, {LIMITS['iter_limit']} iterations, {LIMITS['time_limit']:.0f} s; ILP time limit "
+             f"{ILP_TIME_LIMIT:.0f} s. Latency: TVM llvm build on the CPU, median of {REPEAT} runs. TVM pipeline: "
+             "CombineParallelMatmul, then parameters bound, FoldBatchnormToConv2D, DecomposeOpsForInference, "
+             "FoldConstant, EliminateCommonSubexpr, RemoveRedundantReshape, FoldConstant. Numeric check: largest "
+             "output difference relative to the largest output value."]
+    lines.append(table(
+        ["model", "nodes", "calls", "cost before", "greedy cost", "greedy (s)", "saturate (s)", "e-nodes",
+         "iterations", "stop", "greedy-DAG cost", "DAG (s)", "ILP cost", "ILP gap", "ILP (s)", "peak MB"],
+        [[r["model"], r["nodes"], r["calls"], f"{r['cost_before'] * 1e6:.1f}", f"{r['greedy_cost'] * 1e6:.1f}",
+          f"{r['greedy_s']:.2f}", f"{r['saturate_s']:.2f}", r["enodes"], r["iterations"], r["stop"],
+          f"{r['dag_cost'] * 1e6:.1f}", f"{r['dag_s']:.2f}", f"{r['ilp_cost'] * 1e6:.1f}",
+          "n/a" if r["ilp_gap"] is None else f"{r['ilp_gap']:.2%}", f"{r['ilp_s']:.2f}", f"{r['peak_mb']:.0f}"]
+         for r in ok]))
+    lines.append(table(
+        ["model", "original (ms)", "TVM passes (ms)", "greedy (ms)", "saturate (ms)", "saturate vs TVM",
+         "saturate vs greedy", "numeric check (max rel. diff)"],
+        [[r["model"], f"{r['latency_original_ms']:.3f}", f"{r['latency_tvm_ms']:.3f}",
+          f"{r['latency_greedy_ms']:.3f}", f"{r['latency_saturate_ms']:.3f}",
+          f"{r['latency_tvm_ms'] / r['latency_saturate_ms']:.2f}x",
+          f"{r['latency_greedy_ms'] / r['latency_saturate_ms']:.2f}x",
+          "pass" if max(r["diff_tvm"], r["diff_greedy"], r["diff_saturate"]) < 1e-3 else
+          f"FAIL ({max(r['diff_greedy'], r['diff_saturate']):.1e})"] for r in ok]))
+    failed = [r for r in rows if "error" in r]
+    if failed:
+        lines.append("Failed: " + "; ".join(f"{r['model']}: {r['error']}" for r in failed))
+    lines.append("Ratios above 1 mean the saturate result runs faster than the other.")
+    return "\n\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
