@@ -57,7 +57,7 @@ def latency(wl, inputs: dict) -> float:
     dev = tvm.cpu()
     vm = relax.VirtualMachine(relax.build(wl.mod, target="llvm"), dev)
     values = {**inputs, **wl.params}
-    args = [tvm.runtime.tensor(np.ascontiguousarray(values[p.name]), dev) for p in wl.mod["main"].params]
+    args = [tvm.runtime.tensor(np.require(values[p.name], requirements="C"), dev) for p in wl.mod["main"].params]
     return float(vm.time_evaluator("main", dev, number=1, repeat=REPEAT, min_repeat_ms=50)(*args).median)
 
 
