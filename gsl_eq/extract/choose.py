@@ -10,6 +10,7 @@ kept as the baseline the other extractors are compared with.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Collection, Hashable, Mapping, Sequence
 
 from egglog import bindings as egg
@@ -24,7 +25,9 @@ def priced(eg: EGraph, snap: Snapshot, model: CostModel, params: Collection[str]
     """The e-graph as extractors see it: e-class -> [ENodeCost(cost, child e-classes)], in snapshot order.
 
     A call whose inputs all depend on ``params`` (variable names) and constants
-    only costs nothing: it is folded into a new parameter after extraction.
+    only costs nothing: it is folded into a new parameter after extraction. In an
+    e-class computable that way, the e-nodes that are not (they read runtime
+    inputs) are never chosen, so what is free is really folded.
     """
     foldable = _foldable(snap, params)
     memo: dict[tuple, float] = {}
@@ -33,7 +36,10 @@ def priced(eg: EGraph, snap: Snapshot, model: CostModel, params: Collection[str]
         row = out[cls] = []
         for e in enodes:
             cost = 0.0
-            if e.kind is Kind.CALL and not all(c in foldable for c in e.children):
+            param_only = e.name in params if e.kind is Kind.VAR else all(c in foldable for c in e.children)
+            if cls in foldable and not param_only:
+                cost = math.inf
+            elif e.kind is Kind.CALL and not param_only:
                 key = (e.op, e.attrs, tuple(snap.types[c] for c in e.children), snap.types[cls])
                 if key not in memo:
                     memo[key] = float(model(e.op, dict(eg.attrs[e.attrs]), [eg.types[t] for t in key[2]],
