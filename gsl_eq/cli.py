@@ -12,7 +12,6 @@ import argparse
 import runpy
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 

@@ -49,6 +49,9 @@ class OptimizeReport:
     extractor: str | None = None
     extraction_status: str | None = None
     gap: float | None = None
+    extracted_cost: float | None = None  # the chosen graph's cost in the e-graph (folded computations free)
+    greedy_dag_cost: float | None = None  # the greedy DAG extractor's, which warm-starts the ILP
+    greedy_dag_time: float | None = None
     stop_reason: str | None = None
     enodes: int | None = None
     eclasses: int | None = None
@@ -192,8 +195,8 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
         report.extraction_status = "tree cost, every e-node 1"
     else:
         egraph = priced(runner.egraph, snap, model, set(wl.params))
-        chosen: Extraction = _extract(extractor, egraph, roots(runner, snap), ilp_time_limit)
-        report.extraction_status, report.gap = chosen.status, chosen.gap
+        chosen = _extract(extractor, egraph, roots(runner, snap), ilp_time_limit, report)
+        report.extraction_status, report.gap, report.extracted_cost = chosen.status, chosen.gap, chosen.cost
         graph = rebuild(runner, snap, chosen.choice)
     timings["extract"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -202,10 +205,12 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     return out
 
 
-def _extract(extractor: str, egraph: Any, root_classes: list, ilp_time_limit: float) -> Extraction:
+def _extract(extractor: str, egraph: Any, root_classes: list, ilp_time_limit: float,
+             report: OptimizeReport) -> Extraction:
     if extractor == "tree":
         return tree_extract(egraph, root_classes)
     warm = greedy_dag_extract(egraph, root_classes)
+    report.greedy_dag_cost, report.greedy_dag_time = warm.cost, warm.time
     if extractor == "greedy":
         return warm
     return ilp_extract(egraph, root_classes, time_limit=ilp_time_limit, warm_start=warm)

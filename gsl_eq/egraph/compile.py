@@ -36,7 +36,7 @@ from typing import Any, Iterator
 from ..errors import GslEqError
 from ..frontend import Subst, spec
 from ..frontend.errors import EvaluationError
-from ..frontend.pat import (Alt, Call, Cond, Const, GetItem, Instance, OpWithTrait, Pattern, Tuple, Variable,
+from ..frontend.pat import (Alt, Call, Cond, Const, GetItem, OpWithTrait, Pattern, Tuple, Variable,
                             Variadic, Wildcard)
 from ..graph import Graph, Kind, Node
 from ..graph.ops import freeze

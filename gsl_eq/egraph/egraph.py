@@ -31,7 +31,7 @@ from ..graph import Graph, Kind, Node
 from ..graph.ops import freeze
 from ..graph.types import Type
 
-_SPAN = egg.PanicSpan()
+SPAN = egg.PanicSpan()
 PRELUDE = """
 (datatype Expr)
 (constructor Id (i64) Expr :unextractable)
@@ -112,24 +112,24 @@ class EGraph:
         for node in graph.rpo():
             k = handle[node] = self.handles
             self.handles += 1
-            term = self._term(node, [_call("Id", _int(handle[i])) for i in node.inputs])
-            commands.append(egg.ActionCommand(egg.Union(_SPAN, _call("Id", _int(k)), term)))
-            commands.append(egg.ActionCommand(egg.Set(_SPAN, "ty", [_call("Id", _int(k))], _int(self.types(node.type)))))
+            term = self._term(node, [int_call("Id", handle[i]) for i in node.inputs])
+            commands.append(egg.ActionCommand(egg.Union(SPAN, int_call("Id", k), term)))
+            commands.append(egg.ActionCommand(egg.Set(SPAN, "ty", [int_call("Id", k)], int_literal(self.types(node.type)))))
         self.egg.run_program(*commands)
         return handle
 
     def _term(self, node: Node, children: list[Any]) -> Any:
         if node.kind is Kind.VAR:
-            return _call("Var", egg.Lit(_SPAN, egg.String(node.name)))
+            return _call("Var", egg.Lit(SPAN, egg.String(node.name)))
         if node.kind is Kind.CONST:
             self.consts.append(node.value)
-            return _call("Const", _int(len(self.consts) - 1))
+            return _call("Const", int_literal(len(self.consts) - 1))
         if node.kind is Kind.GETITEM:
-            return _call("GetItem", _int(node.attrs["index"]), *children)
+            return _call("GetItem", int_literal(node.attrs["index"]), *children)
         name = self.declare(node.kind, node.op, len(children))
         if node.kind is Kind.TUPLE:
             return _call(name, *children)
-        return _call(name, _int(self.attrs(freeze(node.attrs))), *children)
+        return _call(name, int_literal(self.attrs(freeze(node.attrs))), *children)
 
     def size(self) -> tuple[int, int]:
         """(e-nodes, e-classes) of the expression constructors, without reading the e-nodes back."""
@@ -186,9 +186,15 @@ class Snapshot:
         return sum(len(nodes) for nodes in self.classes.values())
 
 
-def _int(v: int) -> Any:
-    return egg.Lit(_SPAN, egg.Int(int(v)))
+def int_literal(v: int) -> Any:
+    """An egglog i64 literal, as a command object."""
+    return egg.Lit(SPAN, egg.Int(int(v)))
+
+
+def int_call(name: str, v: int) -> Any:
+    """``(name v)`` for an i64 ``v``, as a command object."""
+    return _call(name, int_literal(v))
 
 
 def _call(name: str, *args: Any) -> Any:
-    return egg.Call(_SPAN, name, list(args))
+    return egg.Call(SPAN, name, list(args))

@@ -29,9 +29,8 @@ from egglog import bindings as egg
 from ..frontend import Subst
 from ..graph import Graph
 from .compile import MAX_VARIADIC, Query, compile_rule
-from .egraph import EGraph
+from .egraph import SPAN, EGraph, int_literal
 
-_SPAN = egg.PanicSpan()
 
 
 class StopReason(str, Enum):
@@ -239,12 +238,12 @@ class Runner:
                     if len(q.variants) > known:
                         eg.run(q.variant_program(eg, variant, f"apply_{k}"))
                     ok += 1
-                    args = [_int(v) for v in key]
+                    args = [int_literal(v) for v in key]
                     table = f"{q.name}_{variant.index}"
                     for j, (payload, type_id) in enumerate(payloads):
-                        commands.append(egg.ActionCommand(egg.Set(_SPAN, f"A_{table}_{j}", args, _int(payload))))
-                        commands.append(egg.ActionCommand(egg.Set(_SPAN, f"T_{table}_{j}", args, _int(type_id))))
-                    commands.append(egg.ActionCommand(egg.Set(_SPAN, f"Ok_{table}", args, _int(1))))
+                        commands.append(egg.ActionCommand(egg.Set(SPAN, f"A_{table}_{j}", args, int_literal(payload))))
+                        commands.append(egg.ActionCommand(egg.Set(SPAN, f"T_{table}_{j}", args, int_literal(type_id))))
+                    commands.append(egg.ActionCommand(egg.Set(SPAN, f"Ok_{table}", args, int_literal(1))))
                 accepted[name] = accepted.get(name, 0) + ok
         if commands:
             eg.egg.run_program(*commands)
@@ -253,10 +252,7 @@ class Runner:
     def _keys(self, q: Query) -> list[tuple[int, ...]]:
         """The rows of ``q``'s key relation (only that relation is read, not the whole e-graph)."""
         (out,) = self.egraph.egg.run_program(
-            egg.PrintFunction(_SPAN, f"Key_{q.name}", None, None, egg.CSVPrintFunctionMode()))
+            egg.PrintFunction(SPAN, f"Key_{q.name}", None, None, egg.CSVPrintFunctionMode()))
         arity = q.key_arity
         return [tuple(int(v) for v in line.split(",")[1:1 + arity]) for line in str(out).splitlines() if line]
 
-
-def _int(v: int) -> object:
-    return egg.Lit(_SPAN, egg.Int(int(v)))

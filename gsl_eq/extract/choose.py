@@ -16,6 +16,7 @@ from typing import Any, Collection, Hashable, Mapping, Sequence
 from egglog import bindings as egg
 
 from ..egraph import EGraph, Runner, Snapshot
+from ..egraph.egraph import SPAN, int_call, int_literal
 from ..graph import Graph, Kind, Node
 from .cost import CostModel
 from .extractors import ENodeCost, ExtractGraph, ExtractionError
@@ -125,10 +126,9 @@ def egglog_extract(runner: Runner) -> Graph:
     variables = {n.name: n for n in graph.inputs}
     ctors = {name: (kind, op) for name, (kind, op, _) in eg.constructors.items()}
     memo: dict[tuple, Node] = {}  # hash-consing across the outputs' separate term DAGs
-    span = egg.PanicSpan()
     outputs = []
     for out in graph.outputs:
-        (result,) = eg.egg.run_program(egg.Extract(span, _id(runner.handles[out]), _lit(0)))
+        (result,) = eg.egg.run_program(egg.Extract(SPAN, int_call("Id", runner.handles[out]), int_literal(0)))
         dag = result.termdag
         nodes: dict[int, Node] = {}
         for term_id in range(dag.size()):
@@ -155,12 +155,3 @@ def egglog_extract(runner: Runner) -> Graph:
 
 def _value(term: Any) -> Any:
     return term.value.value
-
-
-def _id(k: int) -> Any:
-    span = egg.PanicSpan()
-    return egg.Call(span, "Id", [_lit(k)])
-
-
-def _lit(v: int) -> Any:
-    return egg.Lit(egg.PanicSpan(), egg.Int(int(v)))

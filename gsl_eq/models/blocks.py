@@ -108,7 +108,7 @@ def transformer_encoder_layer(seq: int = 16, dim: int = 64, heads: int = 4, ffn:
 
 def bert_encoder(layers: int = 12, seq: int = 32, dim: int = 128, heads: int = 4, ffn: int = 512) -> Workload:
     """A BERT-style encoder: ``layers`` encoder layers on a (1, seq, dim) input."""
-    h = x = var("x", 1, seq, dim)
+    h = var("x", 1, seq, dim)
     for k in range(layers):
         h = encoder_layer(h, f"l{k}_", seq, dim, heads, ffn)
     return Workload.from_expr(h, {"x"})

@@ -132,7 +132,7 @@ def bert(layers: int = 8, seq: int = 64, hidden: int = 1024, heads: int = 16, ff
     then a GELU feed-forward of width ``ffn`` (BERT-large: 4096) with residual +
     layer norm. The input ``x`` is the (1, seq, hidden) embedded sequence.
     """
-    h = x = var("x", 1, seq, hidden)
+    h = var("x", 1, seq, hidden)
     for k in range(layers):
         h = encoder_layer(h, f"l{k}_", seq, hidden, heads, ffn)
     return Workload.from_expr(h, {"x"})
