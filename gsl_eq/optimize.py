@@ -179,7 +179,7 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     timings = report.timings
     t = time.perf_counter()
     runner = Runner(wl.graph, rule_list, node_limit=node_limit, iter_limit=iter_limit, time_limit=time_limit,
-                    on_iteration=on_iteration)
+                    on_iteration=on_iteration, params=wl.params)
     timings["load"] = time.perf_counter() - t
     run = runner.run()
     timings["saturate"] = run.total_time
@@ -194,7 +194,7 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
         graph = egglog_extract(runner)
         report.extraction_status = "tree cost, every e-node 1"
     else:
-        egraph = priced(runner.egraph, snap, model, set(wl.params))
+        egraph = priced(runner.egraph, snap, model)
         chosen = _extract(extractor, egraph, roots(runner, snap), ilp_time_limit, report)
         report.extraction_status, report.gap, report.extracted_cost = chosen.status, chosen.gap, chosen.cost
         graph = rebuild(runner, snap, chosen.choice)

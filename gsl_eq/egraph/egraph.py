@@ -13,6 +13,9 @@ module only encodes graphs into it and reads it back:
   have one type);
 * ``(Id k)`` is a handle on the e-class of node k of a loaded graph, so Python
   can name an e-class in later commands;
+* ``(Foldable e)`` holds for e-classes computable from parameters and constants
+  alone (through some e-node): extraction treats them as folded. The ``fold``
+  ruleset maintains it;
 * nodes are added with egglog command objects built directly (one ``union``
   per node): parsing text or binding one global ``let`` per node is superlinear
   in egglog, this is not.
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Hashable
+from typing import Any, Collection, Hashable
 
 import numpy as np
 from egglog import bindings as egg
@@ -39,6 +42,10 @@ PRELUDE = """
 (constructor Const (i64) Expr)
 (constructor GetItem (i64 Expr) Expr)
 (function ty (Expr) i64 :merge old)
+(relation Foldable (Expr))
+(ruleset fold)
+(rule ((= e (Const c))) ((Foldable e)) :ruleset fold)
+(rule ((= e (GetItem i t)) (Foldable t)) ((Foldable e)) :ruleset fold)
 """
 
 
@@ -88,6 +95,7 @@ class EGraph:
         self.types = Interner()
         self.consts: list[np.ndarray] = []
         self.constructors: dict[str, tuple[Kind, str | None, int]] = {}
+        self.params: set[str] = set()
         self.handles = 0
 
     def run(self, program: str) -> list[Any]:
@@ -98,24 +106,39 @@ class EGraph:
         name = constructor_name(kind, op, arity)
         if name not in self.constructors:
             head = "" if kind is Kind.TUPLE else "i64 "
-            self.run(f"(constructor {name} ({head}{' '.join(['Expr'] * arity)}) Expr)")
+            children = [f"x{i}" for i in range(arity)]
+            term = f"({name} {' '.join(children)})" if kind is Kind.TUPLE else f"({name} a {' '.join(children)})"
+            facts = " ".join([f"(= e {term})", *(f"(Foldable {x})" for x in children)])
+            self.run(f"(constructor {name} ({head}{' '.join(['Expr'] * arity)}) Expr)\n"
+                     f"(rule ({facts}) ((Foldable e)) :ruleset fold)")
             self.constructors[name] = (kind, op, arity)
         return name
+
+    def fold(self) -> None:
+        """Bring ``Foldable`` up to date with the e-graph."""
+        self.run("(run-schedule (saturate (run fold)))")
 
     def type_id(self, ty: Type) -> int:
         return self.types(ty)
 
-    def add_graph(self, graph: Graph) -> dict[Node, int]:
-        """Add every node of ``graph``; returns each node's handle (``(Id k)``)."""
+    def add_graph(self, graph: Graph, params: Collection[str] = ()) -> dict[Node, int]:
+        """Add every node of ``graph``; returns each node's handle (``(Id k)``).
+
+        Variables named in ``params`` are the workload's parameters (foldable).
+        """
         handle: dict[Node, int] = {}
         commands = []
+        self.params |= set(params)
         for node in graph.rpo():
             k = handle[node] = self.handles
             self.handles += 1
             term = self._term(node, [int_call("Id", handle[i]) for i in node.inputs])
             commands.append(egg.ActionCommand(egg.Union(SPAN, int_call("Id", k), term)))
             commands.append(egg.ActionCommand(egg.Set(SPAN, "ty", [int_call("Id", k)], int_literal(self.types(node.type)))))
+            if node.kind is Kind.VAR and node.name in self.params:
+                commands.append(egg.ActionCommand(egg.Expr_(SPAN, _call("Foldable", int_call("Id", k)))))
         self.egg.run_program(*commands)
+        self.fold()
         return handle
 
     def _term(self, node: Node, children: list[Any]) -> Any:
@@ -141,17 +164,20 @@ class EGraph:
         return {"Var", "Const", "GetItem", *self.constructors}
 
     def snapshot(self) -> "Snapshot":
-        """The e-graph as it is now: e-classes, their e-nodes and types, and the handles."""
+        """The e-graph as it is now: e-classes, their e-nodes and types, the handles, the foldable e-classes."""
         frozen = self.egg.freeze()
         value = self.egg.value_to_i64
         classes: dict[Any, list[ENode]] = {}
         handles: dict[int, Any] = {}
         types: dict[Any, int] = {}
+        foldable: set[Any] = set()
         for fname, function in frozen.functions.items():
             for row in function.rows:
                 if row.subsumed:
                     continue
-                if fname == "Id":
+                if fname == "Foldable":
+                    foldable.add(row.inputs[0])
+                elif fname == "Id":
                     handles[value(row.inputs[0])] = row.output
                 elif fname == "ty":
                     types[row.inputs[0]] = value(row.output)
@@ -170,16 +196,18 @@ class EGraph:
                     else:
                         enode = ENode(kind, op, value(row.inputs[0]), None, tuple(row.inputs[1:]))
                     classes.setdefault(row.output, []).append(enode)
-        return Snapshot(classes, {c: types[c] for c in classes if c in types}, handles)
+        return Snapshot(classes, {c: types[c] for c in classes if c in types}, handles, foldable)
 
 
 @dataclass
 class Snapshot:
-    """E-classes (egglog values) -> their e-nodes; the type id of each class; handle -> class."""
+    """E-classes (egglog values) -> their e-nodes; the type id of each class; handle -> class;
+    the e-classes computable from parameters and constants alone."""
 
     classes: dict[Any, list[ENode]]
     types: dict[Any, int]
     handles: dict[int, Any]
+    foldable: set[Any]
 
     @property
     def num_enodes(self) -> int:

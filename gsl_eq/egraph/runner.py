@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 from egglog import bindings as egg
 
@@ -114,6 +114,9 @@ class _Phase:
 class Runner:
     """Saturates an e-graph holding ``graph`` with ``rules`` under node, iteration and time limits.
 
+    ``params`` names the variables that are parameters: what is computed from
+    them alone is marked ``Foldable`` when the run stops (see :class:`EGraph`).
+
         runner = Runner(graph, rules.algebraic(), node_limit=50_000, iter_limit=30, time_limit=60)
         report = runner.run()
         print(report.stop_reason, report.iterations[-1].enodes)
@@ -121,11 +124,12 @@ class Runner:
 
     def __init__(self, graph: Graph, rules: Sequence[Subst], node_limit: int = 50_000, iter_limit: int = 30,
                  time_limit: float = 60.0, match_limit: int = 1000, ban_length: int = 5,
-                 max_variadic: int = MAX_VARIADIC, on_iteration: Callable[[Iteration], None] | None = None):
+                 max_variadic: int = MAX_VARIADIC, on_iteration: Callable[[Iteration], None] | None = None,
+                 params: Collection[str] = ()):
         start = time.perf_counter()
         self.egraph = EGraph()
         self.graph = graph
-        self.handles = self.egraph.add_graph(graph)
+        self.handles = self.egraph.add_graph(graph, params)
         self.rules = list(rules)
         self.queries: list[list[Query]] = []
         for k, rule in enumerate(self.rules):
@@ -215,6 +219,7 @@ class Runner:
         return total
 
     def _stop(self, reason: StopReason) -> Report:
+        self.egraph.fold()
         self.report.stop_reason = reason
         return self.report
 

@@ -11,7 +11,7 @@ kept as the baseline the other extractors are compared with.
 from __future__ import annotations
 
 import math
-from typing import Any, Collection, Hashable, Mapping, Sequence
+from typing import Any, Hashable, Mapping, Sequence
 
 from egglog import bindings as egg
 
@@ -22,22 +22,22 @@ from .cost import CostModel
 from .extractors import ENodeCost, ExtractGraph, ExtractionError
 
 
-def priced(eg: EGraph, snap: Snapshot, model: CostModel, params: Collection[str] = ()) -> ExtractGraph:
+def priced(eg: EGraph, snap: Snapshot, model: CostModel) -> ExtractGraph:
     """The e-graph as extractors see it: e-class -> [ENodeCost(cost, child e-classes)], in snapshot order.
 
-    A call whose inputs all depend on ``params`` (variable names) and constants
-    only costs nothing: it is folded into a new parameter after extraction. In an
-    e-class computable that way, the e-nodes that are not (they read runtime
-    inputs) are never chosen, so what is free is really folded.
+    A call whose inputs are all foldable (computed from the parameters and
+    constants alone) costs nothing: it is folded into a new parameter after
+    extraction. In a foldable e-class, the e-nodes that are not (they read
+    runtime inputs) are never chosen, so what is free is really folded.
     """
-    foldable = _foldable(snap, params)
+    foldable = snap.foldable
     memo: dict[tuple, float] = {}
     out: dict[Hashable, list[ENodeCost]] = {}
     for cls, enodes in snap.classes.items():
         row = out[cls] = []
         for e in enodes:
             cost = 0.0
-            param_only = e.name in params if e.kind is Kind.VAR else all(c in foldable for c in e.children)
+            param_only = e.name in eg.params if e.kind is Kind.VAR else all(c in foldable for c in e.children)
             if cls in foldable and not param_only:
                 cost = math.inf
             elif e.kind is Kind.CALL and not param_only:
@@ -48,25 +48,6 @@ def priced(eg: EGraph, snap: Snapshot, model: CostModel, params: Collection[str]
                 cost = memo[key]
             row.append(ENodeCost(cost, tuple(e.children)))
     return out
-
-
-def _foldable(snap: Snapshot, params: Collection[str]) -> set[Hashable]:
-    """E-classes computable from parameters and constants alone (through some e-node)."""
-    leaves = {cls for cls, enodes in snap.classes.items()
-              if any(e.name in params if e.kind is Kind.VAR else not e.children for e in enodes)}
-    users: dict[Hashable, list[tuple[Hashable, tuple]]] = {}
-    for cls, enodes in snap.classes.items():
-        for e in enodes:
-            if e.children:
-                for c in set(e.children):
-                    users.setdefault(c, []).append((cls, e.children))
-    foldable, work = set(leaves), list(leaves)
-    while work:
-        for cls, children in users.get(work.pop(), ()):
-            if cls not in foldable and all(c in foldable for c in children):
-                foldable.add(cls)
-                work.append(cls)
-    return foldable
 
 
 def roots(runner: Runner, snap: Snapshot) -> list[Hashable]:

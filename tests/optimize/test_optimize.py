@@ -55,10 +55,10 @@ def test_saturate_mode_keeps_the_outputs_and_never_raises_the_cost(model):
 def test_ilp_is_at_most_greedy_dag_at_most_egglog_and_acyclic(model, cost):
     name, wl = model
     wl = wl.fold_params()
-    runner = Runner(wl.graph, SATURATE_RULES, **LIMITS)
+    runner = Runner(wl.graph, SATURATE_RULES, params=wl.params, **LIMITS)
     runner.run()
     snap = runner.egraph.snapshot()
-    egraph, rs = priced(runner.egraph, snap, cost, set(wl.params)), roots(runner, snap)
+    egraph, rs = priced(runner.egraph, snap, cost), roots(runner, snap)
     dag = greedy_dag_extract(egraph, rs)
     ilp = ilp_extract(egraph, rs, time_limit=30, warm_start=dag)
 
@@ -74,10 +74,10 @@ def test_ilp_is_at_most_greedy_dag_at_most_egglog_and_acyclic(model, cost):
 
 def test_ilp_gap_zero_is_the_brute_force_optimum():
     wl = diamond_conv().fold_params()
-    runner = Runner(wl.graph, SATURATE_RULES, **LIMITS)
+    runner = Runner(wl.graph, SATURATE_RULES, params=wl.params, **LIMITS)
     runner.run()
     snap = runner.egraph.snapshot()
-    egraph, rs = priced(runner.egraph, snap, Roofline(), set(wl.params)), roots(runner, snap)
+    egraph, rs = priced(runner.egraph, snap, Roofline()), roots(runner, snap)
     ilp = ilp_extract(egraph, rs)
     assert ilp.gap == 0.0
     multi = [c for c, nodes in egraph.items() if len(nodes) > 1]
