@@ -184,13 +184,7 @@ class Workload:
         """
         graph = self._graph
         folded = _foldable(graph, set(self._params))
-        succ = graph.successors()
-        outputs = set(graph.outputs)
-        frontier = [
-            n for n in graph.rpo()
-            if n in folded and n.kind in (Kind.CALL, Kind.GETITEM) and isinstance(n.type, TensorType)
-            and (n in outputs or any(s not in folded for s in succ[n]))
-        ]
+        frontier = [n for n in _needed(graph, folded) if _becomes_param(n)]
         if not frontier:
             return self
         used_params = [v for v in graph.inputs if v.name in self._params]
@@ -295,6 +289,26 @@ def _emit_dag(bb: relax.BlockBuilder, order: list[Any]) -> Any:
         elif isinstance(e, relax.TupleGetItem):
             value[e] = bb.emit(relax.TupleGetItem(value.get(e.tuple_value, e.tuple_value), e.index))
     return value.get(order[-1], order[-1])
+
+
+def _becomes_param(node: Node) -> bool:
+    return node.kind in (Kind.CALL, Kind.GETITEM) and isinstance(node.type, TensorType)
+
+
+def _needed(graph: Graph, folded: set[Node]) -> list[Node]:
+    """The folded nodes the rest of the graph reads, in graph order.
+
+    A folded node that cannot become a parameter (a tuple, a call returning a
+    tuple) stays in the graph, so what it reads is needed in its place.
+    """
+    succ = graph.successors()
+    outputs = set(graph.outputs)
+    needed: set[Node] = set()
+    for node in reversed(graph.rpo()):
+        if node in folded and (node in outputs or any(s not in folded or (s in needed and not _becomes_param(s))
+                                                        for s in succ[node])):
+            needed.add(node)
+    return [n for n in graph.rpo() if n in needed]
 
 
 def _foldable(graph: Graph, params: set[str]) -> set[Node]:

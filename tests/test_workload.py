@@ -126,6 +126,21 @@ def test_fold_params_folds_chains_constants_and_tuples():
     assert folded.fold_params() is folded
 
 
+def test_fold_params_folds_what_a_foldable_tuple_holds():
+    # GPT-2's position ids: a tuple of index tensors computed from constants, read by index_tensor.
+    x = tvar("x", 4, 6)
+    rows = R.expand_dims(R.arange(0, 4, 1, "int64"), axis=[1])
+    cols = R.add(R.arange(0, 3, 1, "int64"), relax.const(2, "int64"))
+    y = R.index_tensor(x, relax.Tuple([rows, R.expand_dims(cols, axis=[0])]))
+    wl = Workload.from_expr(y, {"x"})
+    folded = wl.fold_params()
+    assert folded.graph.op_counts() == {"relax.index_tensor": 1}
+    assert len(folded.params) == 2
+    inputs = wl.random_inputs()
+    np.testing.assert_array_equal(folded(**inputs), wl(**inputs))
+    np.testing.assert_array_equal(folded(**inputs), inputs["x"][:, 2:5])
+
+
 def _leaves(node):
     stack, seen = [node], set()
     while stack:
