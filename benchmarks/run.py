@@ -51,6 +51,9 @@ REPEAT = 10
 SEED = 0
 
 
+_SCHEDULED: dict[int, list] = {}  # structural hash -> [(kernel, its schedule)]: variants share most kernels
+
+
 def compile_cpu(wl):
     """``wl`` compiled for this CPU, each kernel given one schedule: the first design-space sample of
     MetaSchedule's llvm rules (tiling, parallel, vectorize, unroll) at a fixed seed, without tuning.
@@ -59,23 +62,31 @@ def compile_cpu(wl):
     hours. A fixed sample is deterministic, so the same kernel gets the same schedule in every variant.
     """
     import tvm
+    import tvm_ffi
     from tvm import relax, tirx
     from tvm.relax.backend.cpu_generic import pipeline as cpu
     from tvm.s_tir import meta_schedule as ms
 
     target = tvm.target.Target({"kind": "llvm", "num-cores": os.cpu_count() or 1})
 
+    def scheduled(func):
+        key = tvm_ffi.structural_hash(func)
+        for unscheduled, done in _SCHEDULED.get(key, ()):
+            if tvm_ffi.structural_equal(unscheduled, func):
+                return done
+        space = ms.space_generator.PostOrderApply(sch_rules="llvm", postprocs="llvm", mutator_probs={})
+        context = ms.TuneContext(tvm.IRModule({"main": func}), target=target, space_generator=space,
+                                 rand_state=SEED, num_threads=os.cpu_count() or 1)
+        sch = context.generate_design_space()[0]
+        done = sch.mod["main"] if all(p.apply(sch) for p in space.postprocs) else func
+        _SCHEDULED.setdefault(key, []).append((func, done))
+        return done
+
     @tvm.transform.module_pass(opt_level=0)
     def schedule(mod, _ctx):
         for gv, func in list(mod.functions.items()):
-            if not isinstance(func, tirx.PrimFunc):
-                continue
-            space = ms.space_generator.PostOrderApply(sch_rules="llvm", postprocs="llvm", mutator_probs={})
-            context = ms.TuneContext(tvm.IRModule({"main": func}), target=target, space_generator=space,
-                                     rand_state=SEED, num_threads=os.cpu_count() or 1)
-            sch = context.generate_design_space()[0]
-            if all(p.apply(sch) for p in space.postprocs):
-                mod[gv] = sch.mod["main"].with_attr("global_symbol", gv.name_hint)
+            if isinstance(func, tirx.PrimFunc):
+                mod[gv] = scheduled(func.without_attr("global_symbol")).with_attr("global_symbol", gv.name_hint)
         return mod
 
     with target:
