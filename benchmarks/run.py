@@ -4,9 +4,10 @@ Per model: graph size; greedy mode's time and cost; saturation's time, e-graph
 size and stop reason; extraction time and cost with the greedy DAG and the ILP
 extractor (and its gap); TVM CPU latency (median of repeated runs) of the
 original, of TVM's pipeline of the passes the library mirrors, of the greedy
-result and of the saturate result; the peak memory of the run; a numeric check
-of every optimized module against the original. Each model runs in its own
-process, so its peak memory is its own.
+result and of the saturate result; the peak memory of model building and
+optimization; a numeric check of every optimized module against the original.
+Each model runs in its own process (forked once TVM's tensor intrinsics are
+loaded), so its peak memory is its own.
 
     python benchmarks/run.py [--quick] [--models bert,vgg19] [--json results.json]
 
@@ -18,11 +19,12 @@ section (quick and full runs are kept apart) and the JSON results.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
-import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -48,6 +50,7 @@ QUICK = {
 LIMITS = dict(node_limit=50_000, iter_limit=15, time_limit=60.0)
 ILP_TIME_LIMIT = 60.0
 REPEAT = 10
+ROUNDS = 5
 SEED = 0
 
 
@@ -95,17 +98,28 @@ def compile_cpu(wl):
     return relax.VirtualMachine(relax.build(mod, target=target, relax_pipeline=None), tvm.cpu())
 
 
-def run_and_time(wl, inputs: dict) -> tuple:
-    """The outputs of ``wl`` on ``inputs`` and the median seconds of one run (``REPEAT`` repeats)."""
+def run_and_time(variants: dict, inputs: dict) -> tuple[dict, dict]:
+    """Each variant's outputs on ``inputs`` and the median seconds of one run.
+
+    The variants are timed in interleaved rounds (``REPEAT`` runs each in all),
+    so a slow patch of the machine does not fall on one variant only.
+    """
     import tvm
 
-    vm, dev = compile_cpu(wl), tvm.cpu()
-    values = {**inputs, **wl.params}
-    args = [tvm.runtime.tensor(np.require(values[p.name], requirements="C"), dev) for p in wl.mod["main"].params]
-    outputs = vm["main"](*args)
-    outputs = outputs.numpy() if hasattr(outputs, "numpy") else tuple(o.numpy() for o in outputs)
-    seconds = float(vm.time_evaluator("main", dev, number=1, repeat=REPEAT, min_repeat_ms=50)(*args).median)
-    return outputs, seconds
+    dev = tvm.cpu()
+    prepared, outputs = {}, {}
+    for label, wl in variants.items():
+        values = {**inputs, **wl.params}
+        args = [tvm.runtime.tensor(np.require(values[p.name], requirements="C"), dev) for p in wl.mod["main"].params]
+        prepared[label] = (compile_cpu(wl), args)
+        out = prepared[label][0]["main"](*args)
+        outputs[label] = out.numpy() if hasattr(out, "numpy") else tuple(o.numpy() for o in out)
+    runs: dict[str, list[float]] = {label: [] for label in variants}
+    for _ in range(ROUNDS):
+        for label, (vm, args) in prepared.items():
+            timer = vm.time_evaluator("main", dev, number=1, repeat=REPEAT // ROUNDS, min_repeat_ms=50)
+            runs[label] += list(timer(*args).results)
+    return outputs, {label: float(np.median(r)) for label, r in runs.items()}
 
 
 def tvm_pipeline(wl):
@@ -151,18 +165,43 @@ def measure_one(name: str, quick: bool) -> dict:
                stop=sat.report.stop_reason, ilp_cost=sat.report.extracted_cost, result_cost=sat.report.cost_after,
                ilp_status=sat.report.extraction_status, ilp_gap=sat.report.gap, ilp_s=sat.report.timings["extract"],
                dag_cost=sat.report.greedy_dag_cost, dag_s=sat.report.greedy_dag_time)
-    inputs = wl.random_inputs(SEED)
-    reference = None
-    for label, candidate in (("original", wl), ("tvm", tvm_pipeline(wl)), ("greedy", greedy.workload),
-                             ("saturate", sat.workload)):
-        outputs, seconds = run_and_time(candidate, inputs)
-        row[f"latency_{label}_ms"] = seconds * 1e3
-        if reference is None:
-            reference = outputs
-        else:
-            row[f"diff_{label}"] = max_diff(reference, outputs)
-    row["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    row["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before any TVM build
+    variants = {"original": wl, "tvm": tvm_pipeline(wl), "greedy": greedy.workload, "saturate": sat.workload}
+    outputs, seconds = run_and_time(variants, wl.random_inputs(SEED))
+    for label in variants:
+        row[f"latency_{label}_ms"] = seconds[label] * 1e3
+        if label != "original":
+            row[f"diff_{label}"] = max_diff(outputs["original"], outputs[label])
     row["total_s"] = time.perf_counter() - start
+    return row
+
+
+def measure_in_child(name: str, quick: bool, log: Path) -> dict:
+    """:func:`measure_one` in a forked process (its own peak memory); its output goes to ``log``."""
+    import multiprocessing
+    import traceback
+
+    def child(conn) -> None:
+        with open(log, "w") as f:
+            os.dup2(f.fileno(), 1)
+            os.dup2(f.fileno(), 2)
+            try:
+                conn.send(measure_one(name, quick))
+            except Exception as e:  # the row records the failure; the log keeps the traceback
+                traceback.print_exc()
+                conn.send({"model": name, "error": f"{type(e).__name__}: {e}"})
+
+    receive, send = multiprocessing.Pipe(duplex=False)
+    process = multiprocessing.get_context("fork").Process(target=child, args=(send,))
+    process.start()
+    send.close()
+    try:
+        row = receive.recv()
+    except EOFError:
+        row = {"model": name, "error": "the process died"}
+    process.join()
+    if process.exitcode:
+        row = {"model": name, "error": f"the process exited with code {process.exitcode}"}
     return row
 
 
@@ -171,27 +210,26 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small versions of the models")
     parser.add_argument("--models", help="comma-separated model names (default: all)")
     parser.add_argument("--json", help="where to write the results (default: benchmarks/results[-quick].json)")
-    parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.one:
-        print(json.dumps(measure_one(args.one, args.quick)))
-        return
     from rich.console import Console
     from rich.progress import Progress
 
     names = args.models.split(",") if args.models else list(QUICK)
+    unknown = sorted(set(names) - set(QUICK))
+    if unknown:
+        parser.error(f"unknown models {unknown}; the suite has {list(QUICK)}")
+    importlib.import_module("tvm.s_tir.tensor_intrin")  # MetaSchedule loads it (15 s): once, before forking
+
     rows, console = [], Console()
+    logs = Path(tempfile.mkdtemp(prefix="gsl_eq_bench_"))
     with Progress(console=console) as progress:
         task = progress.add_task("benchmarking", total=len(names))
         for name in names:
             progress.update(task, description=f"benchmarking {name}")
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--one", name] + (["--quick"] if args.quick else [])
-            done = subprocess.run(cmd, capture_output=True, text=True)
-            if done.returncode != 0:
-                console.print(f"[red]{name} failed[/]\n{done.stderr[-2000:]}")
-                rows.append({"model": name, "error": done.stderr.strip().splitlines()[-1]})
+            rows.append(measure_in_child(name, args.quick, logs / f"{name}.log"))
+            if "error" in rows[-1]:
+                console.print(f"[red]{name} failed: {rows[-1]['error']}[/] (log: {logs / f'{name}.log'})")
             else:
-                rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
                 console.print(f"{name}: {rows[-1]['total_s']:.1f} s")
             progress.advance(task)
     kind = "quick" if args.quick else "full"
@@ -209,7 +247,9 @@ def report(rows: list[dict], kind: str) -> str:
              f"library order. Saturate mode: rules.default() + rules.algebraic(), limits {LIMITS['node_limit']} "
              f"e-nodes, {LIMITS['iter_limit']} iterations, {LIMITS['time_limit']:.0f} s; ILP time limit "
              f"{ILP_TIME_LIMIT:.0f} s. Latency: TVM llvm build on the CPU, each kernel scheduled by the first "
-             f"design-space sample of MetaSchedule's llvm rules (seed {SEED}, no tuning), median of {REPEAT} runs. "
+             f"design-space sample of MetaSchedule's llvm rules (seed {SEED}, no tuning), median of {REPEAT} runs "
+             f"taken in {ROUNDS} rounds that alternate the four variants. Peak MB: the process's peak resident "
+             "memory through model building and both optimizations, before any TVM build. "
              "TVM pipeline: CombineParallelMatmul, then parameters bound, FoldBatchnormToConv2D, "
              "DecomposeOpsForInference, FoldConstant, EliminateCommonSubexpr, RemoveRedundantReshape, FoldConstant. "
              "Numeric check: largest output difference from the original's (same build), relative to the largest "
