@@ -253,7 +253,8 @@ def report(rows: list[dict], kind: str) -> str:
              "TVM pipeline: CombineParallelMatmul, then parameters bound, FoldBatchnormToConv2D, "
              "DecomposeOpsForInference, FoldConstant, EliminateCommonSubexpr, RemoveRedundantReshape, FoldConstant. "
              "Numeric check: largest output difference from the original's (same build), relative to the largest "
-             "output value, on random inputs. Greedy-DAG and ILP costs are those of the extracted choice in the e-graph; the saturate result cost is that of the rebuilt, folded workload."]
+             "output value, on random inputs. Greedy-DAG and ILP costs are those of the extracted choice in the "
+             "e-graph; the saturate result cost is that of the rebuilt, folded workload."]
     lines.append(table(
         ["model", "nodes", "calls", "cost before", "greedy cost", "greedy (s)", "saturate (s)", "e-nodes",
          "iterations", "stop", "greedy-DAG cost", "DAG (s)", "ILP cost", "ILP gap", "ILP (s)", "saturate result cost",
