@@ -32,6 +32,13 @@ from .workload import Workload
 MODES = ("saturate", "greedy")
 EXTRACTORS = ("ilp", "greedy", "tree", "egglog")
 
+#: The share of ``time_limit`` saturation leaves to extraction.
+EXTRACTION_SHARE = 0.2
+#: Seconds extraction needs per e-node (reading the e-graph back, pricing it, the greedy
+#: passes), with a margin over what a 2-core machine takes: saturation stops growing the
+#: e-graph where the time left would not cover extracting it.
+EXTRACTION_SECONDS_PER_ENODE = 40e-6
+
 
 @dataclass
 class OptimizeReport:
@@ -52,6 +59,8 @@ class OptimizeReport:
     extracted_cost: float | None = None  # the chosen graph's cost in the e-graph (folded computations free)
     greedy_dag_cost: float | None = None  # the greedy DAG extractor's, which warm-starts the ILP
     greedy_dag_time: float | None = None
+    time_limit: float | None = None
+    extraction_budget: float | None = None  # seconds left for extraction and rebuilding when saturation stopped
     stop_reason: str | None = None
     enodes: int | None = None
     eclasses: int | None = None
@@ -80,7 +89,8 @@ class OptimizeReport:
         if self.mode == "saturate":
             rows += [("e-graph", f"{self.enodes} e-nodes, {self.eclasses} e-classes, {len(self.iterations)} iterations"),
                      ("stop reason", str(self.stop_reason)),
-                     ("extractor", f"{self.extractor} ({self.extraction_status}, gap {_fmt_gap(self.gap)})")]
+                     ("extractor", f"{self.extractor} ({self.extraction_status}, gap {_fmt_gap(self.gap)})"),
+                     ("time budget", f"{self.time_limit:g} s, {self.extraction_budget:.2f} s of it left for extraction")]
         applied = ", ".join(f"{k} x{v}" for k, v in sorted(self.rules_applied.items()) if v) or "none"
         rows += [("rules applied", applied),
                  ("time (s)", ", ".join(f"{k} {v:.2f}" for k, v in self.timings.items()))]
@@ -141,6 +151,12 @@ def optimize(
     (``"ilp"``, ``"greedy"`` for the greedy DAG extractor, ``"tree"``, ``"egglog"``).
     ``mode="greedy"`` runs GSL's destructive matcher, rules in the given order
     (``order``: a permutation of rule indices or names). The input is never changed.
+
+    In saturate mode ``time_limit`` bounds the whole call but the final build (folding
+    the parameters of the result): folding the input, compiling the rules, loading,
+    saturation, extraction and rebuilding share it. Saturation leaves extraction
+    :data:`EXTRACTION_SHARE` of it plus what the e-graph's size needs; the ILP gets
+    at most ``ilp_time_limit`` of what is left. ``report.timings`` has each phase.
     """
     start = time.perf_counter()
     if mode not in MODES:
@@ -163,8 +179,8 @@ def optimize(
         if not result.converged:
             report.notes.append(f"greedy rewriting stopped after {result.rounds} rounds without converging")
     else:
-        out = _saturate(wl, rule_list, model, extractor, node_limit, iter_limit, time_limit, ilp_time_limit,
-                        on_iteration, report)
+        out = _saturate(wl, rule_list, model, extractor, node_limit, iter_limit, start + time_limit, time_limit,
+                        ilp_time_limit, on_iteration, report)
     report.cost_after, report.calls_after = graph_cost(out.graph, model), _calls(out.graph)
     # Saturate mode changes the module only for a gain: among equal-cost choices the extractor's pick is arbitrary.
     if report.cost_after > before or (mode == "saturate" and report.cost_after >= before * (1 - 1e-9)):
@@ -176,19 +192,19 @@ def optimize(
 
 
 def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor: str, node_limit: int,
-              iter_limit: int, time_limit: float, ilp_time_limit: float,
+              iter_limit: int, deadline: float, time_limit: float, ilp_time_limit: float,
               on_iteration: Callable[[Iteration], None] | None, report: OptimizeReport) -> Workload:
     timings = report.timings
-    t = time.perf_counter()
     runner = Runner(wl.graph, rule_list, node_limit=node_limit, iter_limit=iter_limit, time_limit=time_limit,
-                    on_iteration=on_iteration, params=wl.params)
-    timings["load"] = time.perf_counter() - t
-    run = runner.run()
+                    on_iteration=on_iteration, params=wl.params, extraction_reserve=EXTRACTION_SECONDS_PER_ENODE)
+    timings["compile"], timings["load"] = runner.report.compile_time, runner.report.load_time
+    run = runner.run(deadline=deadline - EXTRACTION_SHARE * time_limit)
     timings["saturate"] = run.total_time
     report.stop_reason = run.stop_reason.value
     report.rules_applied = run.applied()
     report.iterations = [asdict(it) for it in run.iterations]
     t = time.perf_counter()
+    report.time_limit, report.extraction_budget = time_limit, deadline - t
     snap = runner.egraph.snapshot()
     report.enodes, report.eclasses = snap.num_enodes, len(snap.classes)
     report.extractor = extractor
@@ -197,25 +213,30 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
         report.extraction_status = "tree cost, every e-node 1"
     else:
         egraph = priced(runner.egraph, snap, model)
-        chosen = _extract(extractor, egraph, roots(runner, snap), ilp_time_limit, report)
+        chosen = _extract(extractor, egraph, roots(runner, snap), deadline, ilp_time_limit, report)
         report.extraction_status, report.gap, report.extracted_cost = chosen.status, chosen.gap, chosen.cost
         graph = rebuild(runner, snap, chosen.choice)
     timings["extract"] = time.perf_counter() - t
     t = time.perf_counter()
-    out = to_workload(graph, wl, fold_params=True)
+    out = to_workload(graph, wl, fold_params=False)
     timings["rebuild"] = time.perf_counter() - t
+    t = time.perf_counter()
+    out = out.fold_params()
+    timings["final build"] = time.perf_counter() - t
     return out
 
 
-def _extract(extractor: str, egraph: Any, root_classes: list, ilp_time_limit: float,
+def _extract(extractor: str, egraph: Any, root_classes: list, deadline: float, ilp_time_limit: float,
              report: OptimizeReport) -> Extraction:
     if extractor == "tree":
         return tree_extract(egraph, root_classes)
-    warm = greedy_dag_extract(egraph, root_classes)
+    margin = 0.05 * (deadline - time.perf_counter())  # for rebuilding the chosen graph
+    warm = greedy_dag_extract(egraph, root_classes, deadline=deadline - margin)
     report.greedy_dag_cost, report.greedy_dag_time = warm.cost, warm.time
     if extractor == "greedy":
         return warm
-    return ilp_extract(egraph, root_classes, time_limit=ilp_time_limit, warm_start=warm)
+    left = deadline - margin - time.perf_counter()
+    return ilp_extract(egraph, root_classes, time_limit=max(0.0, min(ilp_time_limit, left)), warm_start=warm)
 
 
 def _calls(graph: Graph) -> int:

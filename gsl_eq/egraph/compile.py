@@ -7,9 +7,10 @@ egglog e-matches fixed shapes, so a rule's source is first made concrete: one
 ``max_variadic`` instances for variadic outputs). Each query is the source's
 nodes written as egglog facts, one *slot* per node, and becomes egglog rules:
 
-* *collect* records, for every match, a **key**: the interned attributes,
-  projection index or constant of each slot, and the type of each. Keys are
-  plain integers, so the matches of repeated blocks share a handful of keys.
+* *search* e-matches the source once and records, for every match, a **key**
+  (the interned attributes, projection index or constant of each slot, and the
+  type of each; plain integers, so the matches of repeated blocks share a
+  handful of keys) and a worklist **row**: the e-class of every slot, then the key.
 * Python decides each new key once (:meth:`Query.decide`). The key holds
   everything a GSL rule may read, so it rebuilds the matched subgraph as a small
   graph and runs greedy mode's own matcher and target builder on it: the
@@ -17,14 +18,16 @@ nodes written as egglog facts, one *slot* per node, and becomes egglog rules:
   attributes mean exactly what they mean in greedy mode, and TVM infers the
   type of every new node. The target it built, read as a shape (kinds, ops,
   wiring to the slots), is a **variant**; its attributes and types go into
-  tables keyed by the key.
-* One *apply* rule per variant joins the query with those tables, creates the
-  target e-nodes and unions each source output with its target, in egglog.
+  tables keyed by the key. Rows of rejected keys are dropped (*reject*).
+* *apply* rules, one per variant, read worklist rows (never the e-graph), create
+  the target e-nodes, union each source output with its target and delete the
+  row. To apply a rule in part, the runner moves its rows into buckets (by a
+  hash of the match's e-classes) and a *window* twin applies chosen buckets.
 
-So e-matching, union and rebuilding stay in the engine; Python sees one row per
-distinct key, never one per match. A rule with several source outputs becomes
-one multi-pattern query; distinct outputs never match one e-class (M is a
-bijection, seed 000).
+So e-matching, union and rebuilding stay in the engine, each match is found
+once, and Python sees one row per distinct key, never one per match. A rule
+with several source outputs becomes one multi-pattern query; distinct outputs
+never match one e-class (M is a bijection, seed 000).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from ..graph import Graph, Kind, Node
 from ..graph.ops import freeze
 from ..greedy.match import Matcher
 from ..greedy.rewrite import RewriteError, TargetBuilder
-from .egraph import EGraph, constructor_name
+from .egraph import BUCKETS, EGraph, constructor_name
 
 #: Default largest number of instances a variadic source output is instantiated with.
 MAX_VARIADIC = 3
@@ -78,6 +81,25 @@ class Variant:
     unions: tuple[tuple[int, tuple[str, int]], ...]
 
 
+@dataclass(frozen=True)
+class Rulesets:
+    """The egglog rulesets a rule's queries put their rules in."""
+
+    search: str
+    bucket: str
+    apply: str
+    window: str
+    reject: str = "reject"
+    clear: str = "clear"
+
+    @classmethod
+    def of_rule(cls, k: int) -> "Rulesets":
+        return cls(f"search_{k}", f"bucket_{k}", f"apply_{k}", f"window_{k}")
+
+    def declarations(self) -> str:
+        return "\n".join(f"(ruleset {r})" for r in (self.search, self.bucket, self.apply, self.window))
+
+
 @dataclass
 class Query:
     """One concrete shape of a rule's source, with its egglog rules and decided keys."""
@@ -88,6 +110,15 @@ class Query:
     outputs: list[int]
     variants: dict[tuple, Variant] = field(default_factory=dict)
     seen: set[tuple[int, ...]] = field(default_factory=set)
+
+    @property
+    def multi_output(self) -> bool:
+        return len(self.outputs) > 1
+
+    @property
+    def created(self) -> int:
+        """The most e-nodes one application can add (over the variants decided so far)."""
+        return max((len(v.created) for v in self.variants.values()), default=0)
 
     @property
     def key_arity(self) -> int:
@@ -119,13 +150,49 @@ class Query:
     def key_vars(self) -> str:
         return " ".join(f"k{j}" for j in range(self.key_arity))
 
-    def program(self, ruleset: str) -> str:
-        sorts = " ".join(["i64"] * self.key_arity)
-        return (f"(relation Key_{self.name} ({sorts}))\n"
-                f"(rule ({self.facts()}) ((Key_{self.name} {self.key_vars()})) "
-                f":ruleset {ruleset} :name \"collect {self.name}\")")
+    def row(self) -> str:
+        """The columns of a worklist row: the e-class of every slot, then the key."""
+        return " ".join([*(f"p{i}" for i in range(len(self.slots))), self.key_vars()])
 
-    def variant_program(self, eg: EGraph, v: Variant, ruleset: str) -> str:
+    def program(self, rulesets: "Rulesets") -> str:
+        """The relations of the query and its rules but the apply rules (:meth:`variant_program`).
+
+        *search*: every match adds its key to ``Key_<q>`` (what Python decides) and
+        its row to the worklist ``M_<q>``, so the source is e-matched once;
+        *reject* drops the rows of rejected keys; *bucket* moves rows to the
+        bucketed worklist ``MB_<q>`` (a hash of the outputs' and leaves' e-classes
+        picks the bucket), from which buckets can be applied one by one; *clear*
+        empties both worklists.
+        """
+        ints = " ".join(["i64"] * self.key_arity)
+        exprs = " ".join(["Expr"] * len(self.slots))
+        key, row = self.key_vars(), f"(M_{self.name} {self.row()})"
+        identity = dict.fromkeys([*self.outputs, *(i for i, s in enumerate(self.slots) if not s.children)])
+        hashes = " ".join(f"(= h{i} (num p{i}))" for i in identity)
+        bucket = "0"
+        for i in identity:
+            bucket = f"(^ {bucket} h{i})"
+        return "\n".join([
+            f"(relation Key_{self.name} ({ints}))",
+            f"(relation Rej_{self.name} ({ints}))",
+            f"(relation M_{self.name} ({exprs} {ints}))",
+            f"(relation MB_{self.name} ({exprs} {ints} i64))",
+            f"(rule ({self.facts()}) ((Key_{self.name} {key}) {row}) :ruleset {rulesets.search} "
+            f":name \"search {self.name}\")",
+            f"(rule ({row} (Rej_{self.name} {key})) ((delete {row})) :ruleset {rulesets.reject})",
+            f"(rule ({row} {hashes}) ((MB_{self.name} {self.row()} (% {bucket} {BUCKETS})) (delete {row})) "
+            f":ruleset {rulesets.bucket})",
+            f"(rule ({row}) ((delete {row})) :ruleset {rulesets.clear})",
+            f"(rule ((MB_{self.name} {self.row()} b)) ((delete (MB_{self.name} {self.row()} b))) "
+            f":ruleset {rulesets.clear})",
+        ])
+
+    def variant_program(self, eg: EGraph, v: Variant, rulesets: "Rulesets") -> str:
+        """The tables of one variant and its apply rules, which read worklist rows, never the
+        e-graph: *apply* consumes every row (of either worklist) whose key chose this
+        variant, *window* only the bucketed rows of the buckets in ``Open``. Each
+        creates the target's e-nodes, unions each source output with its target and
+        deletes the row."""
         table, key, sorts = f"{self.name}_{v.index}", self.key_vars(), " ".join(["i64"] * self.key_arity)
         lines = [f"(function Ok_{table} ({sorts}) i64 :merge old)"]
         lookups, actions = [f"(= ok (Ok_{table} {key}))"], []
@@ -144,8 +211,15 @@ class Query:
             ref[("n", j)] = f"new{j}"
             actions += [f"(let new{j} {term})", f"(set (ty new{j}) T{j})"]
         actions += [f"(union p{s} {ref[t]})" for s, t in v.unions]
-        lines.append(f"(rule ({self.facts()} {' '.join(lookups)}) ({' '.join(actions)}) "
-                     f":ruleset {ruleset} :name \"apply {table}\")")
+        body, head = " ".join(lookups), " ".join(actions)
+        row, bucketed = f"(M_{self.name} {self.row()})", f"(MB_{self.name} {self.row()} b)"
+        lines += [
+            f"(rule ({row} {body}) ({head} (delete {row})) :ruleset {rulesets.apply} :name \"apply {table}\")",
+            f"(rule ({bucketed} {body}) ({head} (delete {bucketed})) :ruleset {rulesets.apply} "
+            f":name \"apply {table} bucketed\")",
+            f"(rule ((Open b) {bucketed} {body}) ({head} (delete {bucketed})) :ruleset {rulesets.window} "
+            f":name \"window {table}\")",
+        ]
         return "\n".join(lines)
 
     # --- deciding one key ----------------------------------------------------------------
@@ -294,7 +368,7 @@ class _Instantiation:
 
 
 def compile_rule(rule: Subst, index: int, eg: EGraph, max_variadic: int = MAX_VARIADIC) -> list[Query]:
-    """The queries of ``rule``, their egglog relations and collect rules declared in ``eg``."""
+    """The queries of ``rule`` (index ``index`` in the runner), with the constructors they use declared in ``eg``."""
     source = rule.source.rpo
     present = {op for kind, op, _ in eg.constructors.values() if kind is Kind.CALL}
     tuple_sizes = sorted(n for kind, _, n in eg.constructors.values() if kind is Kind.TUPLE)

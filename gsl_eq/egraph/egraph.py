@@ -16,6 +16,11 @@ module only encodes graphs into it and reads it back:
 * ``(Foldable e)`` holds for e-classes computable from parameters and constants
   alone (through some e-node): extraction treats them as folded. The ``fold``
   ruleset maintains it;
+* ``(num e)`` is a pseudo-random integer in ``[0, HASH_MODULUS)`` per e-class:
+  a structural hash of its first e-node (loading sets it for loaded nodes, the
+  ``number`` ruleset computes it for new ones and keeps the first value on a
+  union). The hashes of a match's e-classes put the match in one of ``BUCKETS``
+  buckets, so the runner can apply a chosen share of a rule's matches;
 * nodes are added with egglog command objects built directly (one ``union``
   per node): parsing text or binding one global ``let`` per node is superlinear
   in egglog, this is not.
@@ -46,7 +51,39 @@ PRELUDE = """
 (ruleset fold)
 (rule ((= e (Const c))) ((Foldable e)) :ruleset fold)
 (rule ((= e (GetItem i t)) (Foldable t)) ((Foldable e)) :ruleset fold)
+(function num (Expr) i64 :merge old)
+(ruleset number)
+(relation Open (i64))
+(ruleset close)
+(rule ((Open b)) ((delete (Open b))) :ruleset close)
+(ruleset reject)
+(ruleset clear)
+(rule ((= e (Const c))) ((set (num e) {const})) :ruleset number)
+(rule ((= e (GetItem i t)) (= n (num t))) ((set (num e) {getitem})) :ruleset number)
 """
+
+#: E-class hashes lie in [0, HASH_MODULUS): a prime below 2**30, so that
+#: ``a * HASH_FACTOR + b`` never overflows an i64.
+HASH_MODULUS = 1_073_741_789
+HASH_FACTOR = 1_000_003
+#: Matches are put in this many buckets when a rule is applied in part.
+BUCKETS = 1 << 12
+
+
+def mix(*terms: str) -> str:
+    """egglog text of a hash of i64 terms in [0, HASH_MODULUS) (a polynomial modulo the prime)."""
+    text = terms[0]
+    for term in terms[1:]:
+        text = f"(% (+ (* {text} {HASH_FACTOR}) {term}) {HASH_MODULUS})"
+    return text
+
+
+def scramble(k: int) -> int:
+    """The hash of loaded node ``k``: consecutive handles spread over [0, HASH_MODULUS)."""
+    return (k * 2_654_435_761 + 40_503) % HASH_MODULUS
+
+
+PRELUDE = PRELUDE.format(const=mix("1", "c"), getitem=mix("2", "i", "n"))
 
 
 class Interner:
@@ -109,8 +146,12 @@ class EGraph:
             children = [f"x{i}" for i in range(arity)]
             term = f"({name} {' '.join(children)})" if kind is Kind.TUPLE else f"({name} a {' '.join(children)})"
             facts = " ".join([f"(= e {term})", *(f"(Foldable {x})" for x in children)])
+            hashes = " ".join(f"(= n{i} (num {x}))" for i, x in enumerate(children))
+            number = mix(str(3 + len(self.constructors)), *([] if kind is Kind.TUPLE else ["a"]),
+                         *(f"n{i}" for i in range(arity)))
             self.run(f"(constructor {name} ({head}{' '.join(['Expr'] * arity)}) Expr)\n"
-                     f"(rule ({facts}) ((Foldable e)) :ruleset fold)")
+                     f"(rule ({facts}) ((Foldable e)) :ruleset fold)\n"
+                     f"(rule ((= e {term}) {hashes}) ((set (num e) {number})) :ruleset number)")
             self.constructors[name] = (kind, op, arity)
         return name
 
@@ -135,6 +176,7 @@ class EGraph:
             term = self._term(node, [int_call("Id", handle[i]) for i in node.inputs])
             commands.append(egg.ActionCommand(egg.Union(SPAN, int_call("Id", k), term)))
             commands.append(egg.ActionCommand(egg.Set(SPAN, "ty", [int_call("Id", k)], int_literal(self.types(node.type)))))
+            commands.append(egg.ActionCommand(egg.Set(SPAN, "num", [int_call("Id", k)], int_literal(scramble(k)))))
             if node.kind is Kind.VAR and node.name in self.params:
                 commands.append(egg.ActionCommand(egg.Expr_(SPAN, _call("Foldable", int_call("Id", k)))))
         self.egg.run_program(*commands)
@@ -154,14 +196,20 @@ class EGraph:
             return _call(name, *children)
         return _call(name, int_literal(self.attrs(freeze(node.attrs))), *children)
 
-    def size(self) -> tuple[int, int]:
-        """(e-nodes, e-classes) of the expression constructors, without reading the e-nodes back."""
-        frozen = self.egg.freeze()
-        rows = [r for name, f in frozen.functions.items() if name in self._expr_functions() for r in f.rows if not r.subsumed]
-        return len(rows), len({r.output for r in rows})
+    def number(self) -> None:
+        """Give every e-class its hash ``num`` (only e-classes created since the last call lack one)."""
+        self.run("(run-schedule (saturate (run number)))")
 
-    def _expr_functions(self) -> set[str]:
-        return {"Var", "Const", "GetItem", *self.constructors}
+    def table_sizes(self) -> dict[str, int]:
+        """Rows per egglog function and relation (egglog counts them; nothing is read back)."""
+        (out,) = self.egg.run_program(egg.PrintSize(SPAN, None))
+        return dict(out.sizes)
+
+    def size(self, sizes: dict[str, int] | None = None) -> tuple[int, int]:
+        """(e-nodes, e-classes): rows of the expression constructors, and of ``ty`` (one per e-class)."""
+        sizes = self.table_sizes() if sizes is None else sizes
+        enodes = sum(sizes.get(name, 0) for name in ("Var", "Const", "GetItem", *self.constructors))
+        return enodes, sizes.get("ty", 0)
 
     def snapshot(self) -> "Snapshot":
         """The e-graph as it is now: e-classes, their e-nodes and types, the handles, the foldable e-classes."""

@@ -1,24 +1,29 @@
 """The equality saturation loop, modelled on egg's Runner: explicit limits, a report
-per iteration, the reason it stopped, and a back-off scheduler.
+per iteration, the reason it stopped, and a back-off scheduler (:mod:`.scheduler`).
 
-One iteration: egglog runs the *collect* rules of every rule not banned; Python
-decides the keys it has not seen (guards, target attributes and types, see
-:mod:`.compile`); egglog runs the *apply* rules, adding target e-nodes and
-unions, and rebuilds.
+One iteration:
 
-Each GSL rule has its own pair of egglog rulesets, so the scheduler can leave a
-rule out. As in egg's ``BackoffScheduler``, a rule whose matches in one
-iteration exceed ``match_limit << times_banned`` is not applied that iteration
-and is banned for ``ban_length << times_banned`` iterations; when nothing else
-changes, bans are lifted early rather than reporting saturation.
+1. *search*: egglog runs the search rule of every rule the scheduler lets search;
+   each match becomes a row of the rule's worklist and its key a row of the key
+   relation (see :mod:`.compile`). Sources are e-matched once, semi-naively;
+2. *decide*: Python decides the keys it has not seen (guards, target attributes
+   and types) and fills the apply tables; rows of rejected keys are dropped;
+3. *apply*: rule by rule, egglog consumes worklist rows: all of them when they fit
+   the rule's budget, else buckets of them holding about the budget's worth.
 
-egglog cannot be interrupted inside an iteration, so the time limit is kept by
-not starting an iteration predicted to overrun it: the last iteration's time,
-scaled by how much the e-graph grew in it.
+Limits are promises. ``node_limit`` is a memory budget: one application adds at
+most as many e-nodes as its target creates, so a rule's budget is also capped by
+the node headroom divided by that number, and the e-graph never exceeds the limit
+(stop reason: node limit). ``time_limit`` (or the ``deadline`` given to
+:meth:`Runner.run`) bounds the run: the clock is checked between egglog calls,
+an iteration predicted to overrun is not started, and with ``extraction_reserve``
+(seconds the caller needs per e-node once the run stops) growth also stops where
+the time left would no longer cover extracting the e-graph.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -28,9 +33,9 @@ from egglog import bindings as egg
 
 from ..frontend import Subst
 from ..graph import Graph
-from .compile import MAX_VARIADIC, Query, compile_rule
-from .egraph import SPAN, EGraph, int_literal
-
+from .compile import MAX_VARIADIC, Query, Rulesets, compile_rule
+from .egraph import BUCKETS, SPAN, EGraph, int_literal
+from .scheduler import Scheduler
 
 
 class StopReason(str, Enum):
@@ -44,10 +49,12 @@ class StopReason(str, Enum):
 class Iteration:
     """What one iteration did and how long each part took (seconds).
 
-    ``matches``: source matches found per rule; ``new_keys`` / ``accepted_keys``:
-    distinct keys Python saw for the first time / accepted; ``applied``:
-    applications per rule (matches of accepted keys); ``banned``: rules the
-    scheduler left out.
+    Per rule name: ``matches``, new matches its search found; ``new_keys`` /
+    ``accepted_keys``, distinct keys Python saw for the first time / accepted;
+    ``applied``, matches applied (each at most once); ``backlog``, matches found
+    but not applied yet, left in the worklist. ``banned``: rules under a ban
+    (neither searched nor applied); ``searched``: how many rules were searched.
+    ``rebuild_time`` is egglog's own figure, part of ``search_time`` and ``apply_time``.
     """
 
     enodes: int
@@ -62,6 +69,8 @@ class Iteration:
     apply_time: float
     rebuild_time: float
     total_time: float
+    backlog: dict[str, int] = field(default_factory=dict)
+    searched: int = 0
 
 
 @dataclass
@@ -70,7 +79,8 @@ class Report:
 
     iterations: list[Iteration] = field(default_factory=list)
     stop_reason: StopReason | None = None
-    load_time: float = 0.0
+    compile_time: float = 0.0  # compiling the rules into egglog
+    load_time: float = 0.0  # loading the graph
 
     @property
     def python_time(self) -> float:
@@ -94,21 +104,26 @@ class Report:
 
 
 @dataclass
-class _Schedule:
-    """Back-off state of one rule."""
-
-    times_banned: int = 0
-    banned_until: int = 0
-
-
-@dataclass
-class _Phase:
-    """What running one phase's rulesets did."""
+class _Counts:
+    """What a sequence of egglog runs did: matches per egglog rule, whether anything changed."""
 
     matches: dict[str, int] = field(default_factory=dict)
     updated: bool = False
     rebuild: float = 0.0
-    complete: bool = True
+
+    def add(self, out: object) -> int:
+        report = out.report  # type: ignore[attr-defined]
+        self.updated |= report.updated
+        self.rebuild += sum(r.total_seconds() for r in report.rebuild_time_per_ruleset.values())
+        total = 0
+        for name, count in report.num_matches_per_rule.items():
+            self.matches[name] = self.matches.get(name, 0) + count
+            total += count
+        return total
+
+
+class _OutOfTime(Exception):
+    """The deadline passed between two egglog calls."""
 
 
 class Runner:
@@ -116,6 +131,8 @@ class Runner:
 
     ``params`` names the variables that are parameters: what is computed from
     them alone is marked ``Foldable`` when the run stops (see :class:`EGraph`).
+    ``match_limit``, ``multi_match_limit`` and ``ban_length`` configure the
+    scheduler (:class:`~gsl_eq.egraph.scheduler.Scheduler`).
 
         runner = Runner(graph, rules.algebraic(), node_limit=50_000, iter_limit=30, time_limit=60)
         report = runner.run()
@@ -123,110 +140,187 @@ class Runner:
     """
 
     def __init__(self, graph: Graph, rules: Sequence[Subst], node_limit: int = 50_000, iter_limit: int = 30,
-                 time_limit: float = 60.0, match_limit: int = 1000, ban_length: int = 5,
-                 max_variadic: int = MAX_VARIADIC, on_iteration: Callable[[Iteration], None] | None = None,
-                 params: Collection[str] = ()):
+                 time_limit: float = 60.0, match_limit: int = 1000, multi_match_limit: int = 100,
+                 ban_length: int = 5, max_variadic: int = MAX_VARIADIC,
+                 on_iteration: Callable[[Iteration], None] | None = None, params: Collection[str] = (),
+                 extraction_reserve: float = 0.0):
         start = time.perf_counter()
         self.egraph = EGraph()
         self.graph = graph
         self.handles = self.egraph.add_graph(graph, params)
+        loaded = time.perf_counter()
         self.rules = list(rules)
         self.queries: list[list[Query]] = []
         for k, rule in enumerate(self.rules):
             queries = compile_rule(rule, k, self.egraph, max_variadic)
-            self.egraph.run(f"(ruleset collect_{k})\n(ruleset apply_{k})\n"
-                            + "\n".join(q.program(f"collect_{k}") for q in queries))
+            rulesets = Rulesets.of_rule(k)
+            self.egraph.run("\n".join([rulesets.declarations(), *(q.program(rulesets) for q in queries)]))
             self.queries.append(queries)
         self.node_limit, self.iter_limit, self.time_limit = node_limit, iter_limit, time_limit
-        self.match_limit, self.ban_length = match_limit, ban_length
-        self.schedule = [_Schedule() for _ in self.rules]
+        self.extraction_reserve = extraction_reserve
+        self.scheduler = Scheduler([any(q.multi_output for q in qs) for qs in self.queries],
+                                   match_limit, multi_match_limit, ban_length)
+        self.backlog = [0] * len(self.rules)
         self.on_iteration = on_iteration
-        self.report = Report(load_time=time.perf_counter() - start)
+        self.report = Report(compile_time=time.perf_counter() - loaded, load_time=loaded - start)
 
-    def run(self) -> Report:
-        start = time.perf_counter()
-        deadline = start + self.time_limit
-        size = len(self.graph)
+    def run(self, deadline: float | None = None) -> Report:
+        """Saturate until a limit; ``deadline`` (a ``time.perf_counter()`` value) overrides ``time_limit``."""
+        self.deadline = time.perf_counter() + self.time_limit if deadline is None else deadline
+        size = self.egraph.size()[0]
         while True:
             n = len(self.report.iterations)
             if n >= self.iter_limit:
                 return self._stop(StopReason.ITERATION_LIMIT)
-            if n and time.perf_counter() + self._predicted_time(size) > deadline:
+            if n and time.perf_counter() + self._predicted_time(size) > self.deadline:
                 return self._stop(StopReason.TIME_LIMIT)
-            t0 = time.perf_counter()
-            active = [k for k, s in enumerate(self.schedule) if s.banned_until <= n]
-            collected = self._run_phase("collect", active, deadline)
-            matches = self._per_rule(collected.matches)
-            banned = [k for k in active if self._ban(k, matches.get(self.rules[k].name, 0), n)]
-            chosen = [k for k in active if k not in banned]
-            t1 = time.perf_counter()
-            new_keys, accepted = self._decide(chosen if collected.complete else [])
-            t2 = time.perf_counter()
-            applied = self._run_phase("apply", chosen if collected.complete else [], deadline)
-            t3 = time.perf_counter()
-            enodes, eclasses = self.egraph.size()
-            self.report.iterations.append(Iteration(
-                enodes, eclasses, matches, new_keys, accepted, self._per_rule(applied.matches),
-                [self.rules[k].name for k in range(len(self.rules)) if k not in chosen],
-                t1 - t0 - collected.rebuild, t2 - t1, t3 - t2 - applied.rebuild, collected.rebuild + applied.rebuild,
-                time.perf_counter() - t0))
-            size = enodes
+            iteration, reason = self._iterate(n)
+            self.report.iterations.append(iteration)
+            size = iteration.enodes
             if self.on_iteration is not None:
-                self.on_iteration(self.report.iterations[-1])
-            if not (collected.complete and applied.complete):
-                return self._stop(StopReason.TIME_LIMIT)
-            if not (collected.updated or applied.updated or any(new_keys.values())):
-                if not banned and all(s.banned_until <= n + 1 for s in self.schedule):
-                    return self._stop(StopReason.SATURATED)
-                for s in self.schedule:  # nothing else changes: lift the bans early (egg does the same)
-                    s.banned_until = 0
-            if enodes >= self.node_limit:
-                return self._stop(StopReason.NODE_LIMIT)
+                self.on_iteration(iteration)
+            if reason is not None:
+                return self._stop(reason)
+
+    def _iterate(self, n: int) -> tuple[Iteration, StopReason | None]:
+        eg, names = self.egraph, [r.name for r in self.rules]
+        searched = [k for k in range(len(self.rules)) if self.scheduler.should_search(k, n, self.backlog[k])]
+        search, apply, found = _Counts(), _Counts(), {}
+        new_keys: dict[str, int] = {}
+        accepted: dict[str, int] = {}
+        ticks, reason = [time.perf_counter()], None
+        try:
+            for k in searched:
+                found[k] = self._run(search, f"search_{k}")
+            ticks.append(time.perf_counter())
+            self._decide(searched, new_keys, accepted)
+            self._run(search, "reject")
+            ticks.append(time.perf_counter())
+            sizes = eg.table_sizes()
+            self.backlog = self._backlog(sizes)
+            for k in searched:
+                self.scheduler.after_search(k, n, found[k])
+            enodes = eg.size(sizes)[0]
+            for k in range(len(self.rules)):
+                if self.backlog[k] and not self.scheduler.banned(k, n):
+                    enodes, reason = self._apply(k, apply, enodes)  # an upper bound: an application adds
+                    if reason is not None:                          # at most the e-nodes its target creates
+                        break
+        except _OutOfTime:
+            reason = StopReason.TIME_LIMIT
+        ticks += [time.perf_counter()] * (4 - len(ticks))
+        sizes = eg.table_sizes()
+        enodes, eclasses = eg.size(sizes)
+        self.backlog = self._backlog(sizes)
+        iteration = Iteration(
+            enodes, eclasses, self._per_rule(search.matches), new_keys, accepted, self._per_rule(apply.matches),
+            [names[k] for k in range(len(names)) if self.scheduler.banned(k, n)],
+            ticks[1] - ticks[0], ticks[2] - ticks[1], ticks[3] - ticks[2], search.rebuild + apply.rebuild,
+            time.perf_counter() - ticks[0], {names[k]: b for k, b in enumerate(self.backlog) if b}, len(searched))
+        if reason is None and enodes >= self.node_limit:
+            reason = StopReason.NODE_LIMIT
+        if reason is None and not (search.updated or apply.updated):
+            if not any(self.backlog) and len(searched) == len(self.rules):
+                reason = StopReason.SATURATED
+            elif self.scheduler.any_banned(n + 1):  # nothing else changes: lift the bans early (egg does the same)
+                self.scheduler.lift_bans()
+        return iteration, reason
+
+    def _apply(self, k: int, counts: _Counts, enodes: int) -> tuple[int, StopReason | None]:
+        """Apply rule ``k``'s pending matches within its budget.
+
+        ``enodes`` is an upper bound on the e-graph's size; returns the new bound and,
+        if the node or time budget cut the rule short, the reason to stop.
+        """
+        created = max(q.created for q in self.queries[k])
+        budget = min(self.scheduler.limit(k), self.backlog[k])
+        reason = None
+        if created:
+            room, reason = self._room(enodes)
+            if room < created * budget:  # the bound may be loose (most applications add no e-node): measure
+                enodes = self.egraph.size()[0]
+                room, reason = self._room(enodes)
+            if room >= created * budget:
+                reason = None
+            else:
+                budget = max(0, math.floor(room / created))
+        if budget:
+            if self.backlog[k] <= budget:
+                applied = self._run(counts, f"apply_{k}")
+            else:
+                applied = self._apply_buckets(k, budget, counts)
+            self.backlog[k] -= applied
+            enodes += applied * created
+        return enodes, reason
+
+    def _room(self, enodes: int) -> tuple[float, StopReason]:
+        """How many e-nodes may still be added, and which limit says so."""
+        room, reason = self.node_limit - enodes, StopReason.NODE_LIMIT
+        if self.extraction_reserve > 0:
+            time_room = (self.deadline - time.perf_counter()) / self.extraction_reserve - enodes
+            if time_room < room:
+                room, reason = time_room, StopReason.TIME_LIMIT
+        return room, reason
+
+    def _apply_buckets(self, k: int, budget: int, counts: _Counts) -> int:
+        """Apply about ``budget`` of rule ``k``'s pending matches, bucket by bucket.
+
+        Buckets just opened hold fewer matches than the others (up to half as many
+        on average), so the first round aims at half the budget; later rounds size
+        themselves on the matches per bucket seen so far.
+        """
+        self.egraph.number()
+        self._run(counts, f"bucket_{k}")
+        applied, left, opened, density = 0, self.backlog[k], 0, self.backlog[k] / BUCKETS
+        while left > 0 and applied < 0.8 * budget and opened < BUCKETS:
+            want = (budget - applied) / (2 if not opened else 1)
+            buckets = self.scheduler.buckets(k, min(want / density, BUCKETS - opened) / BUCKETS)
+            self.egraph.egg.run_program(*(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, "Open", [int_literal(b)])))
+                                          for b in buckets))
+            got = self._run(counts, f"window_{k}")
+            self.egraph.run("(run close 1)")
+            opened += len(buckets)
+            applied, left = applied + got, left - got
+            density = max(density, (applied / opened) if applied else density)
+        return applied
+
+    def _backlog(self, sizes: dict[str, int]) -> list[int]:
+        """Pending matches per rule: rows in its worklists."""
+        return [sum(sizes.get(f"M_{q.name}", 0) + sizes.get(f"MB_{q.name}", 0) for q in qs) for qs in self.queries]
+
+    def _run(self, counts: _Counts, ruleset: str) -> int:
+        """One egglog iteration of ``ruleset``, if the deadline allows; returns its matches."""
+        if time.perf_counter() > self.deadline:
+            raise _OutOfTime
+        (out,) = self.egraph.run(f"(run {ruleset} 1)")
+        return counts.add(out)
 
     def _predicted_time(self, size: int) -> float:
         its = self.report.iterations
         before = its[-2].enodes if len(its) > 1 else len(self.graph)
         return its[-1].total_time * max(1.0, size / max(before, 1))
 
-    def _ban(self, k: int, matches: int, iteration: int) -> bool:
-        s = self.schedule[k]
-        if matches <= self.match_limit << s.times_banned:
-            return False
-        s.banned_until = iteration + 1 + (self.ban_length << s.times_banned)
-        s.times_banned += 1
-        return True
-
-    def _run_phase(self, phase: str, rules: list[int], deadline: float) -> "_Phase":
-        """Run ``phase``'s ruleset of each rule in turn, checking the clock between rules."""
-        result = _Phase()
-        for k in rules:
-            if time.perf_counter() > deadline:
-                result.complete = False
-                break
-            (out,) = self.egraph.run(f"(run {phase}_{k} 1)")
-            result.updated |= out.report.updated
-            result.rebuild += sum(r.total_seconds() for r in out.report.rebuild_time_per_ruleset.values())
-            for name, count in out.report.num_matches_per_rule.items():
-                result.matches[name] = result.matches.get(name, 0) + count
-        return result
-
     def _per_rule(self, counts: dict[str, int]) -> dict[str, int]:
-        """egglog's per-rule counts (named "collect r<k>_<q>" / "apply r<k>_<q>_<v>") summed per GSL rule."""
+        """egglog's per-rule counts (named "search r<k>_<q>", "apply r<k>_<q>_<v>", "window r<k>_<q>_<v>") per GSL rule."""
         total: dict[str, int] = {}
         for name, n in counts.items():
+            if name.split()[0] not in ("search", "apply", "window"):
+                continue
             k = int(name.split()[1][1:].split("_")[0])
             total[self.rules[k].name] = total.get(self.rules[k].name, 0) + n
         return total
 
     def _stop(self, reason: StopReason) -> Report:
+        self.egraph.run("(run clear 1)")  # worklists are not part of the e-graph
         self.egraph.fold()
         self.report.stop_reason = reason
         return self.report
 
-    def _decide(self, rules: list[int]) -> tuple[dict[str, int], dict[str, int]]:
-        """Decide every key not seen before; fill the tables of the accepted ones."""
+    def _decide(self, rules: list[int], new_keys: dict[str, int], accepted: dict[str, int]) -> None:
+        """Decide every key not seen before; fill the tables of the accepted ones, mark the rejected ones.
+        Counts new and accepted keys per rule name into ``new_keys`` and ``accepted``."""
         eg = self.egraph
-        new_keys, accepted, commands = {}, {}, []
+        commands = []
         for k in rules:
             name = self.rules[k].name
             for q in self.queries[k]:
@@ -234,16 +328,19 @@ class Runner:
                 new_keys[name] = new_keys.get(name, 0) + len(fresh)
                 ok = 0
                 for key in fresh:
+                    if time.perf_counter() > self.deadline:
+                        raise _OutOfTime
                     q.seen.add(key)
+                    args = [int_literal(v) for v in key]
                     known = len(q.variants)
                     decision = q.decide(eg, key)
                     if decision is None:
+                        commands.append(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, f"Rej_{q.name}", args))))
                         continue
                     variant, payloads = decision
                     if len(q.variants) > known:
-                        eg.run(q.variant_program(eg, variant, f"apply_{k}"))
+                        eg.run(q.variant_program(eg, variant, Rulesets.of_rule(k)))
                     ok += 1
-                    args = [int_literal(v) for v in key]
                     table = f"{q.name}_{variant.index}"
                     for j, (payload, type_id) in enumerate(payloads):
                         commands.append(egg.ActionCommand(egg.Set(SPAN, f"A_{table}_{j}", args, int_literal(payload))))
@@ -252,7 +349,6 @@ class Runner:
                 accepted[name] = accepted.get(name, 0) + ok
         if commands:
             eg.egg.run_program(*commands)
-        return new_keys, accepted
 
     def _keys(self, q: Query) -> list[tuple[int, ...]]:
         """The rows of ``q``'s key relation (only that relation is read, not the whole e-graph)."""
@@ -260,4 +356,3 @@ class Runner:
             egg.PrintFunction(SPAN, f"Key_{q.name}", None, None, egg.CSVPrintFunctionMode()))
         arity = q.key_arity
         return [tuple(int(v) for v in line.split(",")[1:1 + arity]) for line in str(out).splitlines() if line]
-

@@ -31,6 +31,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse.csgraph import connected_components
 
 from ..errors import GslEqError
+from .bounded import run_bounded
 
 __all__ = [
     "ENodeCost", "ExtractGraph", "Extraction", "ExtractionError",
@@ -199,6 +200,7 @@ def _bottom_up(
     values: Callable[[ExtractGraph], Combine],
     *,
     stop_at_roots: bool = True,
+    deadline: float | None = None,
 ) -> Choice:
     """Settle the e-classes cheapest first: Knuth's generalisation of Dijkstra's algorithm.
 
@@ -213,7 +215,8 @@ def _bottom_up(
 
     Returns the choice of the settled classes: all that can settle, or with
     ``stop_at_roots`` only as many as needed to settle the roots. Raises
-    ExtractionError for a root that cannot be settled.
+    ExtractionError for a root that cannot be settled, and TimeoutError once
+    ``time.perf_counter()`` passes ``deadline``.
     """
     for root in roots:
         if root not in egraph:
@@ -246,7 +249,11 @@ def _bottom_up(
         if count == 0:
             offer(cls, index)
     unsettled = set(roots if stop_at_roots else egraph)
+    pops = 0
     while heap and unsettled:
+        pops += 1
+        if deadline is not None and pops % 1024 == 0 and time.perf_counter() > deadline:
+            raise TimeoutError("the extraction's deadline passed")
         _, _, cls, index, value = heapq.heappop(heap)
         if cls in choice:
             continue
@@ -278,7 +285,7 @@ def tree_extract(egraph: ExtractGraph, roots: Sequence[Hashable]) -> Extraction:
     return _extraction("tree", egraph, roots, _bottom_up(egraph, roots, _tree_values), start, status="heuristic")
 
 
-def greedy_dag_extract(egraph: ExtractGraph, roots: Sequence[Hashable]) -> Extraction:
+def greedy_dag_extract(egraph: ExtractGraph, roots: Sequence[Hashable], deadline: float | None = None) -> Extraction:
     """DAG-aware greedy extractor: each e-class takes the e-node whose term, as a set of
     e-nodes, costs least — the union of its children's sets plus itself, so that
     e-nodes shared below it are paid once.
@@ -287,10 +294,16 @@ def greedy_dag_extract(egraph: ExtractGraph, roots: Sequence[Hashable]) -> Extra
     it is not optimal; it also evaluates the tree extraction's choice and keeps the
     cheaper of the two, so its cost is never above :func:`tree_extract`'s. The fast
     choice when sharing matters and an ILP is too slow; also a warm start for it.
+    If ``time.perf_counter()`` passes ``deadline`` first, the tree extraction's choice
+    is returned and ``status`` says so.
     """
     start = time.perf_counter()
-    candidates = [_bottom_up(egraph, roots, _dag_values), _bottom_up(egraph, roots, _tree_values)]
-    choice = min(candidates, key=lambda candidate: dag_cost(egraph, roots, candidate))
+    tree = _bottom_up(egraph, roots, _tree_values)
+    try:
+        dag = _bottom_up(egraph, roots, _dag_values, deadline=deadline)
+    except TimeoutError:
+        return _extraction("greedy_dag", egraph, roots, tree, start, status="time limit: kept the tree extraction")
+    choice = min([dag, tree], key=lambda candidate: dag_cost(egraph, roots, candidate))
     return _extraction("greedy_dag", egraph, roots, choice, start, status="heuristic")
 
 
@@ -315,31 +328,58 @@ def ilp_extract(
     scipy's ``milp`` takes no initial solution, so ``warm_start`` (a choice for the same
     roots, e.g. :func:`greedy_dag_extract`'s) bounds the objective instead; without one,
     the tree extraction's choice does. If HiGHS finds no better solution within
-    ``time_limit`` seconds, that choice is returned and ``status`` says so. ``status`` is
+    ``time_limit`` seconds, that choice is returned and ``status`` says so: building
+    and solving the program run in a child process that is stopped at the limit,
+    since HiGHS may overrun it. ``status`` is
     ``"optimal"`` (``gap`` 0.0) when HiGHS proved optimality, else it starts with
     ``"time limit"`` and ``gap`` is the relative gap to HiGHS's lower bound (None if it
     has none).
     """
     start = time.perf_counter()
-    extractable = _bottom_up(egraph, roots, _tree_values, stop_at_roots=False)
-    fallback, fallback_name = (extractable, "tree extraction") if warm_start is None else (warm_start.choice, "warm start")
+    if warm_start is None:
+        fallback, fallback_name = _bottom_up(egraph, roots, _tree_values), "tree extraction"
+    else:
+        fallback, fallback_name = warm_start.choice, "warm start"
     if not is_acyclic(egraph, roots, fallback):
         raise ValueError("the warm start's choice is cyclic")
     bound = dag_cost(egraph, roots, fallback)
     if not roots:
         return _extraction("ilp", egraph, roots, {}, start, gap=0.0, status="optimal")
 
-    nodes = _prune(egraph, roots, extractable)
-    result = milp(**_ilp_problem(egraph, roots, nodes, bound), options={"time_limit": time_limit, "mip_rel_gap": 0.0})
-    status = {0: "optimal", 1: "time limit"}.get(result.status, f"HiGHS: {result.message}")
-    found = _decode(egraph, roots, nodes, result.x)
+    deadline = start + time_limit
+    # HiGHS overruns its time limit (presolve, the first relaxation): the solver runs where it can be stopped.
+    solved = run_bounded(lambda: _solve_ilp(egraph, roots, bound, deadline), deadline + 0.25 - time.perf_counter())
+    found, status, dual_bound = None, "time limit", None
+    if solved is not None:
+        chosen, code, message, dual_bound = solved
+        status = {0: "optimal", 1: "time limit"}.get(code, f"HiGHS: {message}")
+        if chosen is not None:
+            classes = list(egraph)
+            found = {classes[position]: index for position, index in chosen}
     if found is None:
         choice, status = fallback, f"{status}, no ILP solution: kept the {fallback_name}"
     else:  # the ILP's cost may exceed the bound by its tolerance
         choice = min([found, fallback], key=lambda candidate: dag_cost(egraph, roots, candidate))
     extraction = _extraction("ilp", egraph, roots, choice, start, status=status)
-    extraction.gap = 0.0 if status == "optimal" else _relative_gap(extraction.cost, result.mip_dual_bound)
+    extraction.gap = 0.0 if status == "optimal" else _relative_gap(extraction.cost, dual_bound)
     return extraction
+
+
+def _solve_ilp(
+    egraph: ExtractGraph, roots: Sequence[Hashable], bound: float, deadline: float
+) -> tuple[list[tuple[int, int]] | None, int, str, float | None]:
+    """Build and solve the extraction ILP: (the choice as (class position, e-node index) pairs, or
+    None; HiGHS's status code, message and dual bound). Positions index ``list(egraph)``, so the
+    answer crosses a process boundary."""
+    extractable = _bottom_up(egraph, roots, _tree_values, stop_at_roots=False)
+    nodes = _prune(egraph, roots, extractable)
+    problem = _ilp_problem(egraph, roots, nodes, bound)
+    result = milp(**problem, options={"time_limit": max(0.0, deadline - time.perf_counter()), "mip_rel_gap": 0.0})
+    found = _decode(egraph, roots, nodes, result.x)
+    if found is None:
+        return None, result.status, result.message, result.mip_dual_bound
+    position = {cls: k for k, cls in enumerate(egraph)}
+    return [(position[cls], index) for cls, index in found.items()], result.status, result.message, result.mip_dual_bound
 
 
 _Node = tuple[Hashable, int, list[Hashable]]

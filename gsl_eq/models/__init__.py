@@ -1,10 +1,12 @@
 """Models for tests, demos and benchmarks, each a function returning a Workload."""
 
 from .blocks import (
+    ac_sum,
     bert_encoder,
     diamond_conv,
     inception_block,
     inception_network,
+    polynomial,
     resnet_bottleneck,
     transformer_encoder_layer,
 )
@@ -12,7 +14,7 @@ from .hf import hf_bert, hf_bert_module, hf_gpt2, hf_gpt2_module
 from .zoo import ZOO, bert, inception_v3, nasnet_a, nasrnn, resnet50, resnext50, squeezenet, vgg19, zoo_model
 
 __all__ = [
-    "ZOO", "bert", "bert_encoder", "diamond_conv", "hf_bert", "hf_bert_module", "hf_gpt2", "hf_gpt2_module",
-    "inception_block", "inception_network", "inception_v3", "nasnet_a", "nasrnn", "resnet50", "resnet_bottleneck",
+    "ZOO", "ac_sum", "bert", "bert_encoder", "diamond_conv", "hf_bert", "hf_bert_module", "hf_gpt2", "hf_gpt2_module",
+    "inception_block", "inception_network", "inception_v3", "nasnet_a", "nasrnn", "polynomial", "resnet50", "resnet_bottleneck",
     "resnext50", "squeezenet", "transformer_encoder_layer", "vgg19", "zoo_model",
 ]

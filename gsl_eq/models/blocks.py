@@ -112,3 +112,34 @@ def bert_encoder(layers: int = 12, seq: int = 32, dim: int = 128, heads: int = 4
     for k in range(layers):
         h = encoder_layer(h, f"l{k}_", seq, dim, heads, ffn)
     return Workload.from_expr(h, {"x"})
+
+
+def ac_sum(terms: int = 16, shape: tuple[int, ...] = (2, 3)) -> Workload:
+    """``a0 + a1 + ... + a<terms-1>``, left to right, every term a runtime input: the classic
+    explosive case for commutativity and associativity (every sum order is equivalent)."""
+    xs = [var(f"a{k}", *shape) for k in range(terms)]
+    h = xs[0]
+    for v in xs[1:]:
+        h = R.add(h, v)
+    return Workload.from_expr(h, {f"a{k}" for k in range(terms)})
+
+
+def polynomial(ops: int = 300, inputs: int = 8, shape: tuple[int, ...] = (4, 4), seed: int = 0) -> Workload:
+    """A random chain of about ``ops`` element-wise adds and multiplies over ``inputs`` runtime inputs
+    of one shape (no broadcasting), each step also reading a random earlier value: every ring rule
+    matches almost everywhere. Values stay within [-1, 1] for inputs there: a step multiplies by an
+    input, or adds an earlier value and halves."""
+    import random
+
+    rng = random.Random(seed)
+    xs = [var(f"x{k}", *shape) for k in range(inputs)]
+    values: list[relax.Expr] = list(xs)
+    half = relax.const(0.5, "float32")
+    h, count = xs[0], 0
+    while count < ops:
+        if rng.random() < 0.5:
+            h, count = R.multiply(h, rng.choice(xs)), count + 1
+        else:
+            h, count = R.multiply(R.add(h, rng.choice(values)), half), count + 2
+        values.append(h)
+    return Workload.from_expr(h, {f"x{k}" for k in range(inputs)})

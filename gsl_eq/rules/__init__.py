@@ -11,8 +11,10 @@ the groups return lists of rules in the order a greedy run should try them
 Groups: :func:`structure` (ops undoing each other, tuple forwarding),
 :func:`fusion` (merging convs, matmuls, element-wise ops, bias adds),
 :func:`lowering` (norms to arithmetic), :func:`default` (a safe inference
-pipeline), :func:`algebraic` (identities for saturate mode), :func:`all` (every rule once), :func:`tvm_equivalents` (the rules
-mirroring TVM passes, see :data:`TVM_PASSES`).
+pipeline), :func:`algebraic` (identities for saturate mode), :func:`ring`
+(commutativity, associativity and distributivity of add and multiply, both ways:
+a stress test for saturation limits), :func:`all` (every rule once),
+:func:`tvm_equivalents` (the rules mirroring TVM passes, see :data:`TVM_PASSES`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 from ..frontend import Subst
 from .algebraic import (
     add_associative,
+    add_associative_left,
     add_commutative,
     algebraic,
     concat_of_element_wise,
@@ -29,7 +32,11 @@ from .algebraic import (
     matmul_distributes_right,
     matmul_factor_left,
     mul_associative,
+    mul_associative_left,
     mul_commutative,
+    mul_distributes,
+    mul_factors,
+    ring,
 )
 from .conv import (
     conv_mul,
@@ -55,9 +62,10 @@ from .structure import (
 from .tvm_passes import TVM_PASSES, parallel_matmul_bias_variadic
 
 __all__ = [
-    "add_associative", "add_commutative", "algebraic", "concat_of_element_wise", "element_wise_over_concat",
-    "matmul_associative", "matmul_distributes_left", "matmul_distributes_right", "matmul_factor_left",
-    "mul_associative", "mul_commutative",
+    "add_associative", "add_associative_left", "add_commutative", "algebraic", "concat_of_element_wise",
+    "element_wise_over_concat", "matmul_associative", "matmul_distributes_left", "matmul_distributes_right",
+    "matmul_factor_left", "mul_associative", "mul_associative_left", "mul_commutative", "mul_distributes",
+    "mul_factors", "ring",
     "TVM_PASSES", "all", "bias_add_add", "conv_batch_norm", "conv_mul", "conv_shortcut_add", "default",
     "diamond_conv_add", "dispatch_tuple", "fusion", "identity_reshape", "lower_batch_norm", "lower_layer_norm",
     "lowering", "merge_element_wise", "merge_element_wise_variadic", "parallel_conv", "parallel_conv_expand_kernels",

@@ -34,6 +34,34 @@ def mul_associative() -> Subst:
     return Subst((a * b) * c, a * (b * c), name="mul_associative")
 
 
+def add_associative_left() -> Subst:
+    """``a + (b + c) -> (a + b) + c``: associativity the other way."""
+    a, b, c = pat.Wildcard(), pat.Wildcard(), pat.Wildcard()
+    return Subst(a + (b + c), (a + b) + c, name="add_associative_left")
+
+
+def mul_associative_left() -> Subst:
+    """``a * (b * c) -> (a * b) * c``."""
+    a, b, c = pat.Wildcard(), pat.Wildcard(), pat.Wildcard()
+    return Subst(a * (b * c), (a * b) * c, name="mul_associative_left")
+
+
+def mul_distributes() -> Subst:
+    """``a * (b + c) -> a * b + a * c`` when ``a``, ``b`` and ``c`` have one shape (no broadcasting)."""
+    a = pat.Wildcard()
+    b = pat.Wildcard(shape=a.shape, dtype=a.dtype)
+    c = pat.Wildcard(shape=a.shape, dtype=a.dtype)
+    return Subst(a * (b + c), a * b + a * c, name="mul_distributes")
+
+
+def mul_factors() -> Subst:
+    """``a * b + a * c -> a * (b + c)`` when ``a``, ``b`` and ``c`` have one shape."""
+    a = pat.Wildcard()
+    b = pat.Wildcard(shape=a.shape, dtype=a.dtype)
+    c = pat.Wildcard(shape=a.shape, dtype=a.dtype)
+    return Subst(a * b + a * c, a * (b + c), name="mul_factors")
+
+
 def matmul_distributes_left() -> Subst:
     """``x @ (a + b) -> x @ a + x @ b`` when ``a`` and ``b`` have one shape (no broadcasting)."""
     x, a = pat.Wildcard(), pat.Wildcard()
@@ -77,6 +105,16 @@ def concat_of_element_wise() -> Subst:
     ew = pat.OpWithTrait(spec.OpTrait.ELEMENT_WISE)
     cat = op.Concatenate((ew(a), ew(b)))
     return Subst(cat, ew(op.Concatenate((a, b), axis=cat.axis)), name="concat_of_element_wise")
+
+
+def ring() -> list[Subst]:
+    """Commutativity, associativity (both ways) and distributivity (both ways) of ``add`` and
+    ``multiply``: wildcard-heavy rules whose e-graphs grow explosively, the stress test of
+    saturate mode's limits."""
+    return [
+        add_commutative(), mul_commutative(), add_associative(), add_associative_left(),
+        mul_associative(), mul_associative_left(), mul_distributes(), mul_factors(),
+    ]
 
 
 def algebraic() -> list[Subst]:
