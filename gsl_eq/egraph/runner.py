@@ -52,8 +52,10 @@ class Iteration:
     Per rule name: ``matches``, new matches its search found; ``new_keys`` /
     ``accepted_keys``, distinct keys Python saw for the first time / accepted;
     ``applied``, matches applied (each at most once); ``backlog``, matches found
-    but not applied yet, left in the worklist. ``banned``: rules under a ban
-    (neither searched nor applied); ``searched``: how many rules were searched.
+    but not applied yet, left in the worklist. ``banned``: rules under a ban from
+    an earlier iteration (neither searched nor applied); ``new_bans``: rules whose
+    search found more matches than their limit (counted, not applied);
+    ``searched``: how many rules were searched.
     ``rebuild_time`` is egglog's own figure, part of ``search_time`` and ``apply_time``.
     """
 
@@ -71,6 +73,7 @@ class Iteration:
     total_time: float
     backlog: dict[str, int] = field(default_factory=dict)
     searched: int = 0
+    new_bans: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -184,8 +187,9 @@ class Runner:
 
     def _iterate(self, n: int) -> tuple[Iteration, StopReason | None]:
         eg, names = self.egraph, [r.name for r in self.rules]
+        banned = [names[k] for k in range(len(names)) if self.scheduler.banned(k, n)]
         searched = [k for k in range(len(self.rules)) if self.scheduler.should_search(k, n, self.backlog[k])]
-        search, apply, found = _Counts(), _Counts(), {}
+        search, apply, found, new_bans = _Counts(), _Counts(), {}, []
         new_keys: dict[str, int] = {}
         accepted: dict[str, int] = {}
         ticks, reason = [time.perf_counter()], None
@@ -198,8 +202,7 @@ class Runner:
             ticks.append(time.perf_counter())
             sizes = eg.table_sizes()
             self.backlog = self._backlog(sizes)
-            for k in searched:
-                self.scheduler.after_search(k, n, found[k])
+            new_bans = [names[k] for k in searched if self.scheduler.after_search(k, n, found[k])]
             enodes = eg.size(sizes)[0]
             for k in range(len(self.rules)):
                 if self.backlog[k] and not self.scheduler.banned(k, n):
@@ -213,10 +216,11 @@ class Runner:
         enodes, eclasses = eg.size(sizes)
         self.backlog = self._backlog(sizes)
         iteration = Iteration(
-            enodes, eclasses, self._per_rule(search.matches), new_keys, accepted, self._per_rule(apply.matches),
-            [names[k] for k in range(len(names)) if self.scheduler.banned(k, n)],
+            enodes, eclasses, {names[k]: n for k, n in found.items()}, new_keys, accepted,
+            self._per_rule(apply.matches), banned,
             ticks[1] - ticks[0], ticks[2] - ticks[1], ticks[3] - ticks[2], search.rebuild + apply.rebuild,
-            time.perf_counter() - ticks[0], {names[k]: b for k, b in enumerate(self.backlog) if b}, len(searched))
+            time.perf_counter() - ticks[0], {names[k]: b for k, b in enumerate(self.backlog) if b}, len(searched),
+            new_bans)
         if reason is None and enodes >= self.node_limit:
             reason = StopReason.NODE_LIMIT
         if reason is None and not (search.updated or apply.updated):

@@ -83,11 +83,11 @@ def test_backoff_bans_a_rule_that_matches_too_often_and_still_saturates():
     plain = Runner(chain(7), [assoc_rule(), comm_rule()], node_limit=10**9, iter_limit=100).run()
     runner = Runner(chain(7), [assoc_rule(), comm_rule()], node_limit=10**9, iter_limit=100, match_limit=20, ban_length=2)
     report = runner.run()
-    banned = [it.banned for it in report.iterations if it.banned]
+    banned = [it.new_bans for it in report.iterations if it.new_bans]
     assert banned and {"mul-assoc", "mul-comm"} >= set().union(*banned)
-    first = next(it for it in report.iterations if it.banned)
-    assert all(first.matches[name] > 20 for name in first.banned if name in first.matches)
-    assert all(first.applied.get(name, 0) == 0 for name in first.banned)
+    first = next(it for it in report.iterations if it.new_bans)
+    assert all(first.matches[name] > 20 for name in first.new_bans)
+    assert all(first.applied.get(name, 0) == 0 for name in first.new_bans)
     # Saturation is a fixed point: banning only changes the order in which it is reached.
     assert report.stop_reason is plain.stop_reason is StopReason.SATURATED
     assert report.iterations[-1].enodes == plain.iterations[-1].enodes

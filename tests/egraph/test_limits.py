@@ -1,0 +1,96 @@
+"""Limits are promises, kept on explosive growth: the node limit is a memory budget, the time
+limit bounds the whole optimize() call, and the scheduler never applies a backlog at once."""
+
+import time
+
+import pytest
+
+from gsl_eq import optimize, rules
+from gsl_eq.egraph import Runner, StopReason
+from gsl_eq.models import ac_sum, polynomial
+from tests.conftest import assert_same_outputs
+
+EXPLOSIVE = {
+    "16-term sum, algebraic rules": (lambda: ac_sum(16), rules.algebraic),
+    "polynomial of 300 ops, ring rules": (lambda: polynomial(300), rules.ring),
+}
+
+
+@pytest.mark.parametrize("case", list(EXPLOSIVE))
+def test_the_node_limit_holds_on_explosive_growth(case):
+    build, group = EXPLOSIVE[case]
+    wl = build()
+    runner = Runner(wl.graph, group(), node_limit=20_000, iter_limit=1000, time_limit=120)
+    report = runner.run()
+    assert report.stop_reason is StopReason.NODE_LIMIT
+    sizes = [it.enodes for it in report.iterations]
+    assert max(sizes) <= 1.1 * 20_000
+    assert sizes[-1] >= 0.5 * 20_000  # the limit, not something else, stopped the growth
+    snap = runner.egraph.snapshot()
+    assert snap.num_enodes == sizes[-1]  # the report counts what the e-graph holds
+
+
+def test_a_rule_past_the_headroom_on_its_own_is_applied_in_part():
+    wl = ac_sum(12)
+    limit = 3_000
+    runner = Runner(wl.graph, [rules.add_associative(), rules.add_commutative()], node_limit=limit,
+                    match_limit=10**9, iter_limit=1000, time_limit=120)
+    report = runner.run()
+    assert report.stop_reason is StopReason.NODE_LIMIT
+    last = report.iterations[-1]
+    # the last iteration had more matches waiting than the headroom could take: it applied some of them
+    assert last.applied and last.backlog
+    assert sum(last.backlog.values()) > 0 and last.enodes <= limit
+
+
+def test_every_rule_applies_at_most_its_limit_per_iteration_and_bans_stop_searching():
+    wl = polynomial(200)
+    seen = []
+    runner = Runner(wl.graph, rules.ring(), node_limit=30_000, match_limit=200, ban_length=2, iter_limit=60,
+                    time_limit=120)
+
+    def check(it):
+        limits = {r.name: runner.scheduler.limit(k) for k, r in enumerate(runner.rules)}
+        seen.append((it, limits))
+
+    runner.on_iteration = check
+    runner.run()
+    assert any(it.new_bans for it, _ in seen) and any(it.banned for it, _ in seen)
+    assert any(it.backlog for it, _ in seen)
+    for it, limits in seen:
+        for name, applied in it.applied.items():
+            # buckets hold about the budget's worth: within a quarter of it
+            assert applied <= 1.25 * limits[name], (name, applied, limits[name])
+        for name in it.banned:
+            assert name not in it.matches and name not in it.applied  # banned: neither searched nor applied
+        for name in it.new_bans:
+            assert it.matches[name] > limits[name] // 2 and name not in it.applied  # counted, not applied
+        assert it.searched == len(it.matches) <= len(runner.rules) - len(it.banned)
+
+
+def test_multi_output_rules_have_their_own_smaller_limit():
+    runner = Runner(ac_sum(4).graph, [rules.add_commutative(), rules.parallel_matmul()],
+                    match_limit=1000, multi_match_limit=50)
+    assert [runner.scheduler.limit(k) for k in range(2)] == [1000, 50]
+
+
+def test_optimize_keeps_its_time_limit_on_explosive_growth():
+    wl = polynomial(300)
+    limit = 4.0
+    start = time.perf_counter()
+    result = optimize(wl, rules.ring(), node_limit=10**7, iter_limit=10**6, time_limit=limit)
+    wall = time.perf_counter() - start
+    report = result.report
+    assert report.stop_reason == "time limit"
+    assert wall - report.timings["final build"] <= 1.1 * limit
+    assert {"fold", "compile", "load", "saturate", "extract", "rebuild", "final build"} <= set(report.timings)
+    assert report.extraction_budget >= 0.2 * limit * 0.9
+    assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-5)
+
+
+def test_optimize_under_the_node_limit_keeps_the_outputs():
+    wl = ac_sum(16)
+    result = optimize(wl, rules.algebraic(), extractor="greedy", node_limit=20_000, iter_limit=1000, time_limit=60)
+    assert result.report.stop_reason == "node limit"
+    assert result.report.enodes <= 1.1 * 20_000
+    assert_same_outputs(wl, result.workload, rtol=1e-5, atol=1e-6)
