@@ -42,7 +42,7 @@ from ..frontend.errors import EvaluationError
 from ..frontend.pat import (Alt, Call, Cond, Const, GetItem, OpWithTrait, Pattern, Tuple, Variable,
                             Variadic, Wildcard)
 from ..graph import Graph, Kind, Node
-from ..graph.ops import freeze
+from ..graph.types import Type
 from ..greedy.match import Matcher
 from ..greedy.rewrite import RewriteError, TargetBuilder
 from .egraph import BUCKETS, EGraph, constructor_name
@@ -62,11 +62,15 @@ class Slot:
     kind: Kind | None  # None: a wildcard, bound by the slot that reads it
     op: str | None
     children: tuple[int, ...]
-    attrs_var: str | None = None  # calls: the attribute variable (shared by the calls of one op trait)
 
     @property
-    def has_payload(self) -> bool:
-        return self.kind in (Kind.CALL, Kind.GETITEM, Kind.CONST)
+    def has_form(self) -> bool:
+        return self.kind in (Kind.CALL, Kind.TUPLE, Kind.GETITEM)
+
+    @property
+    def in_key(self) -> bool:
+        """Whether the key holds a value of this slot: its form, or a constant's value id."""
+        return self.has_form or self.kind is Kind.CONST
 
 
 @dataclass
@@ -108,6 +112,7 @@ class Query:
     name: str
     slots: list[Slot]
     outputs: list[int]
+    kept: list[int]  # the slots a worklist row holds: the outputs and what the target reads
     variants: dict[tuple, Variant] = field(default_factory=dict)
     seen: set[tuple[int, ...]] = field(default_factory=set)
 
@@ -122,37 +127,33 @@ class Query:
 
     @property
     def key_arity(self) -> int:
-        return sum(1 + s.has_payload for s in self.slots)
+        return sum(s.in_key for s in self.slots)
 
     # --- text of the egglog rules -------------------------------------------------------
     def facts(self) -> str:
-        facts, key = [], []
+        """The source as egglog facts. The key is the form of every call, tuple and projection
+        (attributes and types: a leaf's type is in its parent's form) and every constant's value,
+        all bound by the pattern itself: no lookups."""
+        facts, j = [], 0
         for i, s in enumerate(self.slots):
             children = " ".join(f"p{c}" for c in s.children)
-            if s.kind is Kind.CALL:
-                facts.append(f"(= p{i} ({_ctor(s)} {s.attrs_var} {children}))")
-                key.append(s.attrs_var)
-            elif s.kind is Kind.TUPLE:
-                facts.append(f"(= p{i} (Tuple_{len(s.children)} {children}))")
-            elif s.kind is Kind.GETITEM:
-                facts.append(f"(= p{i} (GetItem g{i} {children}))")
-                key.append(f"g{i}")
+            if s.has_form:
+                ctor = "GetItem" if s.kind is Kind.GETITEM else constructor_name(s.kind, s.op, len(s.children))
+                facts.append(f"(= p{i} ({ctor} k{j} {children}))")
             elif s.kind is Kind.CONST:
-                facts.append(f"(= p{i} (Const c{i}))")
-                key.append(f"c{i}")
+                facts.append(f"(= p{i} (Const k{j}))")
             elif s.kind is Kind.VAR:
                 facts.append(f"(= p{i} (Var n{i}))")
-            key.append(f"(ty p{i})")
+            j += s.in_key
         facts += [f"(!= p{a} p{b})" for a, b in itertools.combinations(self.outputs, 2)]
-        facts += [f"(= k{j} {e})" for j, e in enumerate(key)]
         return " ".join(facts)
 
     def key_vars(self) -> str:
         return " ".join(f"k{j}" for j in range(self.key_arity))
 
     def row(self) -> str:
-        """The columns of a worklist row: the e-class of every slot, then the key."""
-        return " ".join([*(f"p{i}" for i in range(len(self.slots))), self.key_vars()])
+        """The columns of a worklist row: the e-classes of the kept slots, then the key."""
+        return " ".join([*(f"p{i}" for i in self.kept), self.key_vars()])
 
     def program(self, rulesets: "Rulesets") -> str:
         """The relations of the query and its rules but the apply rules (:meth:`variant_program`).
@@ -160,17 +161,15 @@ class Query:
         *search*: every match adds its key to ``Key_<q>`` (what Python decides) and
         its row to the worklist ``M_<q>``, so the source is e-matched once;
         *reject* drops the rows of rejected keys; *bucket* moves rows to the
-        bucketed worklist ``MB_<q>`` (a hash of the outputs' and leaves' e-classes
-        picks the bucket), from which buckets can be applied one by one; *clear*
+        bucketed worklist ``MB_<q>`` (a hash of the row's e-classes picks the bucket), from which buckets can be applied one by one; *clear*
         empties both worklists.
         """
         ints = " ".join(["i64"] * self.key_arity)
-        exprs = " ".join(["Expr"] * len(self.slots))
+        exprs = " ".join(["Expr"] * len(self.kept))
         key, row = self.key_vars(), f"(M_{self.name} {self.row()})"
-        identity = dict.fromkeys([*self.outputs, *(i for i, s in enumerate(self.slots) if not s.children)])
-        hashes = " ".join(f"(= h{i} (num p{i}))" for i in identity)
+        hashes = " ".join(f"(= h{i} (num p{i}))" for i in self.kept)
         bucket = "0"
-        for i in identity:
+        for i in self.kept:
             bucket = f"(^ {bucket} h{i})"
         return "\n".join([
             f"(relation Key_{self.name} ({ints}))",
@@ -194,22 +193,20 @@ class Query:
         creates the target's e-nodes, unions each source output with its target and
         deletes the row."""
         table, key, sorts = f"{self.name}_{v.index}", self.key_vars(), " ".join(["i64"] * self.key_arity)
-        lines = [f"(function Ok_{table} ({sorts}) i64 :merge old)"]
-        lookups, actions = [f"(= ok (Ok_{table} {key}))"], []
-        ref = {("s", i): f"p{i}" for i in range(len(self.slots))}
+        # the key chose this variant: Ok, or (when the target creates nodes) the first created node's form
+        lines = [] if v.created else [f"(function Ok_{table} ({sorts}) i64 :merge old)"]
+        lookups, actions = [] if v.created else [f"(= ok (Ok_{table} {key}))"], []
+        ref = {("s", i): f"p{i}" for i in self.kept}
         for j, (kind, op, children) in enumerate(v.created):
-            for t in ("A", "T"):
-                lines.append(f"(function {t}_{table}_{j} ({sorts}) i64 :merge old)")
-                lookups.append(f"(= {t}{j} ({t}_{table}_{j} {key}))")
+            lines.append(f"(function A_{table}_{j} ({sorts}) i64 :merge old)")
+            lookups.append(f"(= A{j} (A_{table}_{j} {key}))")
             args = " ".join(ref[c] for c in children)
-            if kind is Kind.CALL:
+            if kind in (Kind.CALL, Kind.TUPLE):
                 term = f"({eg.declare(kind, op, len(children))} A{j} {args})"
-            elif kind is Kind.TUPLE:
-                term = f"({eg.declare(kind, None, len(children))} {args})"
             else:
                 term = f"(GetItem A{j} {args})" if kind is Kind.GETITEM else f"(Const A{j})"
             ref[("n", j)] = f"new{j}"
-            actions += [f"(let new{j} {term})", f"(set (ty new{j}) T{j})"]
+            actions.append(f"(let new{j} {term})")
         actions += [f"(union p{s} {ref[t]})" for s, t in v.unions]
         body, head = " ".join(lookups), " ".join(actions)
         row, bucketed = f"(M_{self.name} {self.row()})", f"(MB_{self.name} {self.row()} b)"
@@ -223,12 +220,12 @@ class Query:
         return "\n".join(lines)
 
     # --- deciding one key ----------------------------------------------------------------
-    def decide(self, eg: EGraph, key: tuple[int, ...]) -> tuple[Variant, list[tuple[int, int]]] | None:
+    def decide(self, eg: EGraph, key: tuple[int, ...]) -> tuple[Variant, list[int]] | None:
         """Run greedy mode's matcher and target builder on the subgraph ``key`` describes.
 
         Returns the variant the built target takes and, for each node it creates,
-        its (attribute id, index or constant id; type id); None when the match is
-        rejected (a guard fails, the target cannot be typed, an output's type would change).
+        its form (or a constant's value id); None when the match is rejected (a
+        guard fails, the target cannot be typed, an output's type would change).
         """
         nodes = self._materialize(eg, key)
         outputs = [nodes[o] for o in self.outputs]
@@ -247,7 +244,7 @@ class Query:
         slot_of = {n: i for i, n in enumerate(nodes)}
         created: dict[Node, int] = {}
         shape: list[tuple[Kind, str | None, tuple[tuple[str, int], ...]]] = []
-        payloads: list[tuple[int, int]] = []
+        payloads: list[int] = []
 
         def ref(node: Node) -> tuple[str, int]:
             if node in slot_of:
@@ -256,10 +253,13 @@ class Query:
                 children = tuple(ref(i) for i in node.inputs)
                 created[node] = len(shape)
                 shape.append((node.kind, node.op, children))
-                payloads.append((_payload(eg, node), eg.type_id(node.type)))
+                payloads.append(eg.const(node.value) if node.kind is Kind.CONST else eg.form(node))
             return ("n", created[node])
 
         unions = tuple((slot_of[o], ref(b)) for o, b in zip(m.outputs, built) if b is not o)
+        read = {i for _, _, children in shape for kind, i in children if kind == "s"} | {i for i, _ in unions}
+        if not read <= set(self.kept):
+            raise UnsupportedRuleError(f"rule {self.rule.name}: its target reads source nodes saturate mode did not keep")
         signature = (tuple(shape), unions)
         variant = self.variants.get(signature)
         if variant is None:
@@ -267,39 +267,34 @@ class Query:
         return variant, payloads
 
     def _materialize(self, eg: EGraph, key: tuple[int, ...]) -> list[Node]:
+        """The matched subgraph as nodes: every call, tuple, projection and constant as the key
+        says, each leaf a variable of the type its parent's form gives it."""
         values: Iterator[int] = iter(key)
+        payloads = [next(values) if s.in_key else None for s in self.slots]
+        types: dict[int, Type] = {}
+        for i, s in enumerate(self.slots):
+            if s.has_form:
+                form = eg.forms[payloads[i]]
+                types[i] = eg.types[form.type]
+                for child, ty in zip(s.children, form.inputs):
+                    types.setdefault(child, eg.types[ty])
+            elif s.kind is Kind.CONST:
+                types[i] = eg.types[eg.const_type(payloads[i])]
         nodes: list[Node] = []
         for i, s in enumerate(self.slots):
-            payload = next(values) if s.has_payload else None
-            ty = eg.types[next(values)]
-            inputs = [nodes[c] for c in s.children]
+            ty, inputs = types[i], [nodes[c] for c in s.children]
             if s.kind is Kind.CALL:
-                node = Node(Kind.CALL, ty, inputs, s.op, dict(eg.attrs[payload]))
+                node = Node(Kind.CALL, ty, inputs, s.op, dict(eg.attrs[eg.forms[payloads[i]].payload]))
             elif s.kind is Kind.GETITEM:
-                node = Node(Kind.GETITEM, ty, inputs, attrs={"index": payload})
+                node = Node(Kind.GETITEM, ty, inputs, attrs={"index": eg.forms[payloads[i]].payload})
             elif s.kind is Kind.CONST:
-                node = Node(Kind.CONST, ty, value=eg.consts[payload])
+                node = Node(Kind.CONST, ty, value=eg.consts[payloads[i]])
             elif s.kind is Kind.TUPLE:
                 node = Node(Kind.TUPLE, ty, inputs)
             else:  # a variable, or what a wildcard matched: a leaf of the subgraph
                 node = Node(Kind.VAR, ty, name=f"p{i}")
             nodes.append(node)
         return nodes
-
-
-def _payload(eg: EGraph, node: Node) -> int:
-    if node.kind is Kind.CALL:
-        return eg.attrs(freeze(node.attrs))
-    if node.kind is Kind.GETITEM:
-        return node.attrs["index"]
-    if node.kind is Kind.CONST:
-        eg.consts.append(node.value)
-        return len(eg.consts) - 1
-    return -1
-
-
-def _ctor(s: Slot) -> str:
-    return constructor_name(Kind.CALL, s.op, len(s.children))
 
 
 class _Instantiation:
@@ -309,7 +304,6 @@ class _Instantiation:
         self.rule, self.ops, self.choice, self.lengths = rule, ops, choice, lengths
         self.slots: list[Slot] = []
         self.memo: dict[tuple[Pattern, Any], int] = {}
-        self.trait_vars = {t: f"t{k}" for k, t in enumerate(ops)}
 
     def outputs(self) -> list[int]:
         outs = self.rule.source.outputs
@@ -343,10 +337,8 @@ class _Instantiation:
             index = self._add(Slot(Kind.TUPLE, None, fields))
         elif isinstance(p, Call):
             children = tuple(self.slot(c, instance) for c in p.inputs)
-            if isinstance(p.op, str):
-                index = self._add(Slot(Kind.CALL, p.op, children, f"a{len(self.slots)}"))
-            else:
-                index = self._add(Slot(Kind.CALL, self.ops[p.op], children, self.trait_vars[p.op]))
+            # calls of one op trait share the op here; greedy mode's matcher checks they share attributes
+            index = self._add(Slot(Kind.CALL, p.op if isinstance(p.op, str) else self.ops[p.op], children))
         elif isinstance(p, Tuple):
             index = self._add(Slot(Kind.TUPLE, None, tuple(self.slot(c, instance) for c in p.inputs)))
         elif isinstance(p, GetItem):
@@ -365,6 +357,15 @@ class _Instantiation:
     def _add(self, s: Slot) -> int:
         self.slots.append(s)
         return len(self.slots) - 1
+
+    def kept(self, outputs: list[int]) -> list[int]:
+        """The slots a worklist row needs: the outputs and the source nodes the target reads
+        (every slot when the source has variadics, alternatives or conditions: what the target
+        reads then depends on the match)."""
+        if self.rule.source.variadics or any(isinstance(p, (Alt, Cond)) for p in self.rule.source.rpo):
+            return list(range(len(self.slots)))
+        read = {self.memo[(p, None)] for p in self.rule.target.inputs if (p, None) in self.memo}
+        return sorted({*outputs, *read})
 
 
 def compile_rule(rule: Subst, index: int, eg: EGraph, max_variadic: int = MAX_VARIADIC) -> list[Query]:
@@ -392,6 +393,9 @@ def compile_rule(rule: Subst, index: int, eg: EGraph, max_variadic: int = MAX_VA
         outputs = walk.outputs()
         if any(walk.slots[o].kind is None for o in outputs):
             raise UnsupportedRuleError(f"rule {rule.name}: a source output that is a wildcard cannot be e-matched")
+        parented = {c for s in walk.slots for c in s.children}
+        if any(s.kind in (None, Kind.VAR) and i not in parented for i, s in enumerate(walk.slots)):
+            raise UnsupportedRuleError(f"rule {rule.name}: a variable that is a whole source output cannot be e-matched")
         shape = (tuple(walk.slots), tuple(outputs))
         if shape in shapes:
             continue
@@ -401,5 +405,5 @@ def compile_rule(rule: Subst, index: int, eg: EGraph, max_variadic: int = MAX_VA
                 eg.declare(Kind.CALL, s.op, len(s.children))
             elif s.kind is Kind.TUPLE:
                 eg.declare(Kind.TUPLE, None, len(s.children))
-        queries.append(Query(rule, f"r{index}_{len(queries)}", walk.slots, outputs))
+        queries.append(Query(rule, f"r{index}_{len(queries)}", walk.slots, outputs, walk.kept(outputs)))
     return queries

@@ -4,13 +4,15 @@ egglog is the engine: e-matching, union-find and rebuilding happen there. This
 module only encodes graphs into it and reads it back:
 
 * one constructor per (op, input count), ``Op_nn_conv2d_2 (i64 Expr Expr)``,
-  whose first child is the interned id of the call's attributes; so equal
-  attributes are equal ids and rules compare them as integers. Variables are
-  ``(Var name)``, constants ``(Const value-id)``, tuples ``Tuple_<n>`` and tuple
-  projections ``(GetItem index tuple)``; children sit in fixed positions, not in
-  a ``Vec``, because egglog cannot e-match inside a ``Vec``;
-* ``(ty e)`` is the interned type of every e-class (an analysis: equal values
-  have one type);
+  whose first child is the interned id of the call's **form**: its attributes,
+  its type and its inputs' types (:class:`Form`). Tuples ``(Tuple_<n> form ...)``
+  and projections ``(GetItem form tuple)`` have a form too (the index is its
+  payload). Variables are ``(Var name)`` and constants ``(Const value-id)``, their
+  types known from the loaded graph. So a pattern binds the type of every node
+  it matches without a lookup (types are part of the e-node, and an e-node's
+  children have one type each, so this changes no e-node's identity), and equal
+  attributes and types are equal integers. Children sit in fixed positions, not
+  in a ``Vec``, because egglog cannot e-match inside a ``Vec``;
 * ``(Id k)`` is a handle on the e-class of node k of a loaded graph, so Python
   can name an e-class in later commands;
 * ``(Foldable e)`` holds for e-classes computable from parameters and constants
@@ -37,7 +39,7 @@ from egglog import bindings as egg
 
 from ..graph import Graph, Kind, Node
 from ..graph.ops import freeze
-from ..graph.types import Type
+from ..graph.types import TensorType, Type
 
 SPAN = egg.PanicSpan()
 PRELUDE = """
@@ -46,7 +48,6 @@ PRELUDE = """
 (constructor Var (String) Expr)
 (constructor Const (i64) Expr)
 (constructor GetItem (i64 Expr) Expr)
-(function ty (Expr) i64 :merge old)
 (relation Foldable (Expr))
 (ruleset fold)
 (rule ((= e (Const c))) ((Foldable e)) :ruleset fold)
@@ -112,8 +113,18 @@ def constructor_name(node_kind: Kind, op: str | None, arity: int) -> str:
 
 
 @dataclass(frozen=True)
+class Form:
+    """What an e-node is besides its op and children: its payload (interned attributes of a call,
+    index of a projection, None for a tuple), its type and its inputs' types (interned ids)."""
+
+    payload: int | None
+    type: int
+    inputs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class ENode:
-    """One e-node read back from egglog: its form, attribute id and child e-classes."""
+    """One e-node read back from egglog: its kind, op, attribute id and child e-classes."""
 
     kind: Kind
     op: str | None
@@ -130,7 +141,9 @@ class EGraph:
         self.run(PRELUDE)
         self.attrs = Interner()
         self.types = Interner()
+        self.forms = Interner()
         self.consts: list[np.ndarray] = []
+        self.var_types: dict[str, int] = {}
         self.constructors: dict[str, tuple[Kind, str | None, int]] = {}
         self.params: set[str] = set()
         self.handles = 0
@@ -142,14 +155,12 @@ class EGraph:
     def declare(self, kind: Kind, op: str | None, arity: int) -> str:
         name = constructor_name(kind, op, arity)
         if name not in self.constructors:
-            head = "" if kind is Kind.TUPLE else "i64 "
             children = [f"x{i}" for i in range(arity)]
-            term = f"({name} {' '.join(children)})" if kind is Kind.TUPLE else f"({name} a {' '.join(children)})"
+            term = f"({name} a {' '.join(children)})"
             facts = " ".join([f"(= e {term})", *(f"(Foldable {x})" for x in children)])
             hashes = " ".join(f"(= n{i} (num {x}))" for i, x in enumerate(children))
-            number = mix(str(3 + len(self.constructors)), *([] if kind is Kind.TUPLE else ["a"]),
-                         *(f"n{i}" for i in range(arity)))
-            self.run(f"(constructor {name} ({head}{' '.join(['Expr'] * arity)}) Expr)\n"
+            number = mix(str(3 + len(self.constructors)), "a", *(f"n{i}" for i in range(arity)))
+            self.run(f"(constructor {name} (i64 {' '.join(['Expr'] * arity)}) Expr)\n"
                      f"(rule ({facts}) ((Foldable e)) :ruleset fold)\n"
                      f"(rule ((= e {term}) {hashes}) ((set (num e) {number})) :ruleset number)")
             self.constructors[name] = (kind, op, arity)
@@ -161,6 +172,19 @@ class EGraph:
 
     def type_id(self, ty: Type) -> int:
         return self.types(ty)
+
+    def form(self, node: Node) -> int:
+        """The interned form of a call, tuple or projection node (its payload, type and inputs' types)."""
+        if node.kind is Kind.CALL:
+            payload = self.attrs(freeze(node.attrs))
+        else:
+            payload = node.attrs["index"] if node.kind is Kind.GETITEM else None
+        return self.forms(Form(payload, self.types(node.type), tuple(self.types(i.type) for i in node.inputs)))
+
+    def const(self, value: np.ndarray) -> int:
+        """A new constant's value id."""
+        self.consts.append(value)
+        return len(self.consts) - 1
 
     def add_graph(self, graph: Graph, params: Collection[str] = ()) -> dict[Node, int]:
         """Add every node of ``graph``; returns each node's handle (``(Id k)``).
@@ -175,7 +199,6 @@ class EGraph:
             self.handles += 1
             term = self._term(node, [int_call("Id", handle[i]) for i in node.inputs])
             commands.append(egg.ActionCommand(egg.Union(SPAN, int_call("Id", k), term)))
-            commands.append(egg.ActionCommand(egg.Set(SPAN, "ty", [int_call("Id", k)], int_literal(self.types(node.type)))))
             commands.append(egg.ActionCommand(egg.Set(SPAN, "num", [int_call("Id", k)], int_literal(scramble(k)))))
             if node.kind is Kind.VAR and node.name in self.params:
                 commands.append(egg.ActionCommand(egg.Expr_(SPAN, _call("Foldable", int_call("Id", k)))))
@@ -185,16 +208,16 @@ class EGraph:
 
     def _term(self, node: Node, children: list[Any]) -> Any:
         if node.kind is Kind.VAR:
+            self.var_types[node.name] = self.types(node.type)
             return _call("Var", egg.Lit(SPAN, egg.String(node.name)))
         if node.kind is Kind.CONST:
-            self.consts.append(node.value)
-            return _call("Const", int_literal(len(self.consts) - 1))
-        if node.kind is Kind.GETITEM:
-            return _call("GetItem", int_literal(node.attrs["index"]), *children)
-        name = self.declare(node.kind, node.op, len(children))
-        if node.kind is Kind.TUPLE:
-            return _call(name, *children)
-        return _call(name, int_literal(self.attrs(freeze(node.attrs))), *children)
+            return _call("Const", int_literal(self.const(node.value)))
+        name = "GetItem" if node.kind is Kind.GETITEM else self.declare(node.kind, node.op, len(children))
+        return _call(name, int_literal(self.form(node)), *children)
+
+    def const_type(self, value_id: int) -> int:
+        value = self.consts[value_id]
+        return self.types(TensorType(value.shape, str(value.dtype)))
 
     def number(self) -> None:
         """Give every e-class its hash ``num`` (only e-classes created since the last call lack one)."""
@@ -205,11 +228,10 @@ class EGraph:
         (out,) = self.egg.run_program(egg.PrintSize(SPAN, None))
         return dict(out.sizes)
 
-    def size(self, sizes: dict[str, int] | None = None) -> tuple[int, int]:
-        """(e-nodes, e-classes): rows of the expression constructors, and of ``ty`` (one per e-class)."""
+    def size(self, sizes: dict[str, int] | None = None) -> int:
+        """E-nodes: rows of the expression constructors."""
         sizes = self.table_sizes() if sizes is None else sizes
-        enodes = sum(sizes.get(name, 0) for name in ("Var", "Const", "GetItem", *self.constructors))
-        return enodes, sizes.get("ty", 0)
+        return sum(sizes.get(name, 0) for name in ("Var", "Const", "GetItem", *self.constructors))
 
     def snapshot(self) -> "Snapshot":
         """The e-graph as it is now: e-classes, their e-nodes and types, the handles, the foldable e-classes."""
@@ -227,23 +249,20 @@ class EGraph:
                     foldable.add(row.inputs[0])
                 elif fname == "Id":
                     handles[value(row.inputs[0])] = row.output
-                elif fname == "ty":
-                    types[row.inputs[0]] = value(row.output)
                 elif fname == "Var":
-                    classes.setdefault(row.output, []).append(
-                        ENode(Kind.VAR, None, -1, self.egg.value_to_string(row.inputs[0]), ()))
+                    name = self.egg.value_to_string(row.inputs[0])
+                    classes.setdefault(row.output, []).append(ENode(Kind.VAR, None, -1, name, ()))
+                    types[row.output] = self.var_types[name]
                 elif fname == "Const":
-                    classes.setdefault(row.output, []).append(ENode(Kind.CONST, None, value(row.inputs[0]), None, ()))
-                elif fname == "GetItem":
-                    classes.setdefault(row.output, []).append(
-                        ENode(Kind.GETITEM, None, value(row.inputs[0]), None, (row.inputs[1],)))
-                elif fname in self.constructors:
-                    kind, op, _ = self.constructors[fname]
-                    if kind is Kind.TUPLE:
-                        enode = ENode(kind, None, -1, None, tuple(row.inputs))
-                    else:
-                        enode = ENode(kind, op, value(row.inputs[0]), None, tuple(row.inputs[1:]))
-                    classes.setdefault(row.output, []).append(enode)
+                    const = value(row.inputs[0])
+                    classes.setdefault(row.output, []).append(ENode(Kind.CONST, None, const, None, ()))
+                    types[row.output] = self.const_type(const)
+                elif fname == "GetItem" or fname in self.constructors:
+                    kind, op, _ = self.constructors.get(fname, (Kind.GETITEM, None, 1))
+                    form = self.forms[value(row.inputs[0])]
+                    payload = -1 if form.payload is None else form.payload
+                    classes.setdefault(row.output, []).append(ENode(kind, op, payload, None, tuple(row.inputs[1:])))
+                    types[row.output] = form.type
         return Snapshot(classes, {c: types[c] for c in classes if c in types}, handles, foldable)
 
 

@@ -60,7 +60,6 @@ class Iteration:
     """
 
     enodes: int
-    eclasses: int
     matches: dict[str, int]
     new_keys: dict[str, int]
     accepted_keys: dict[str, int]
@@ -164,13 +163,15 @@ class Runner:
         self.scheduler = Scheduler([any(q.multi_output for q in qs) for qs in self.queries],
                                    match_limit, multi_match_limit, ban_length)
         self.backlog = [0] * len(self.rules)
+        self._seconds_per_row: dict[str, float] = {}
+        self._last_time: dict[str, float] = {}
         self.on_iteration = on_iteration
         self.report = Report(compile_time=time.perf_counter() - loaded, load_time=loaded - start)
 
     def run(self, deadline: float | None = None) -> Report:
         """Saturate until a limit; ``deadline`` (a ``time.perf_counter()`` value) overrides ``time_limit``."""
         self.deadline = time.perf_counter() + self.time_limit if deadline is None else deadline
-        size = self.egraph.size()[0]
+        size = self.egraph.size()
         while True:
             n = len(self.report.iterations)
             if n >= self.iter_limit:
@@ -203,7 +204,7 @@ class Runner:
             sizes = eg.table_sizes()
             self.backlog = self._backlog(sizes)
             new_bans = [names[k] for k in searched if self.scheduler.after_search(k, n, found[k])]
-            enodes = eg.size(sizes)[0]
+            enodes = eg.size(sizes)
             for k in range(len(self.rules)):
                 if self.backlog[k] and not self.scheduler.banned(k, n):
                     enodes, reason = self._apply(k, apply, enodes)  # an upper bound: an application adds
@@ -213,10 +214,10 @@ class Runner:
             reason = StopReason.TIME_LIMIT
         ticks += [time.perf_counter()] * (4 - len(ticks))
         sizes = eg.table_sizes()
-        enodes, eclasses = eg.size(sizes)
+        enodes = eg.size(sizes)
         self.backlog = self._backlog(sizes)
         iteration = Iteration(
-            enodes, eclasses, {names[k]: n for k, n in found.items()}, new_keys, accepted,
+            enodes, {names[k]: n for k, n in found.items()}, new_keys, accepted,
             self._per_rule(apply.matches), banned,
             ticks[1] - ticks[0], ticks[2] - ticks[1], ticks[3] - ticks[2], search.rebuild + apply.rebuild,
             time.perf_counter() - ticks[0], {names[k]: b for k, b in enumerate(self.backlog) if b}, len(searched),
@@ -242,7 +243,7 @@ class Runner:
         if created:
             room, reason = self._room(enodes)
             if room < created * budget:  # the bound may be loose (most applications add no e-node): measure
-                enodes = self.egraph.size()[0]
+                enodes = self.egraph.size()
                 room, reason = self._room(enodes)
             if room >= created * budget:
                 reason = None
@@ -250,7 +251,7 @@ class Runner:
                 budget = max(0, math.floor(room / created))
         if budget:
             if self.backlog[k] <= budget:
-                applied = self._run(counts, f"apply_{k}")
+                applied = self._run(counts, f"apply_{k}", self.backlog[k])
             else:
                 applied = self._apply_buckets(k, budget, counts)
             self.backlog[k] -= applied
@@ -274,14 +275,14 @@ class Runner:
         themselves on the matches per bucket seen so far.
         """
         self.egraph.number()
-        self._run(counts, f"bucket_{k}")
+        self._run(counts, f"bucket_{k}", self.backlog[k])
         applied, left, opened, density = 0, self.backlog[k], 0, self.backlog[k] / BUCKETS
         while left > 0 and applied < 0.8 * budget and opened < BUCKETS:
             want = (budget - applied) / (2 if not opened else 1)
             buckets = self.scheduler.buckets(k, min(want / density, BUCKETS - opened) / BUCKETS)
             self.egraph.egg.run_program(*(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, "Open", [int_literal(b)])))
                                           for b in buckets))
-            got = self._run(counts, f"window_{k}")
+            got = self._run(counts, f"window_{k}", round(density * len(buckets)))
             self.egraph.run("(run close 1)")
             opened += len(buckets)
             applied, left = applied + got, left - got
@@ -292,11 +293,24 @@ class Runner:
         """Pending matches per rule: rows in its worklists."""
         return [sum(sizes.get(f"M_{q.name}", 0) + sizes.get(f"MB_{q.name}", 0) for q in qs) for qs in self.queries]
 
-    def _run(self, counts: _Counts, ruleset: str) -> int:
-        """One egglog iteration of ``ruleset``, if the deadline allows; returns its matches."""
-        if time.perf_counter() > self.deadline:
+    def _run(self, counts: _Counts, ruleset: str, rows: int = 0) -> int:
+        """One egglog iteration of ``ruleset``, unless it is predicted to end past the deadline;
+        returns its matches. ``rows``: how many worklist rows it consumes, when that is known.
+
+        egglog cannot be stopped inside a call, so each call's time is predicted: per row
+        consumed for the calls that consume worklists (the slowest rate seen so far), else the
+        time the same call took last.
+        """
+        kind = ruleset.split("_")[0]
+        predicted = self._seconds_per_row.get(kind, 0.0) * rows if rows else self._last_time.get(ruleset, 0.0)
+        start = time.perf_counter()
+        if start + predicted > self.deadline:
             raise _OutOfTime
         (out,) = self.egraph.run(f"(run {ruleset} 1)")
+        took = time.perf_counter() - start
+        if rows >= 100:
+            self._seconds_per_row[kind] = max(self._seconds_per_row.get(kind, 0.0), took / rows)
+        self._last_time[ruleset] = took
         return counts.add(out)
 
     def _predicted_time(self, size: int) -> float:
@@ -346,10 +360,10 @@ class Runner:
                         eg.run(q.variant_program(eg, variant, Rulesets.of_rule(k)))
                     ok += 1
                     table = f"{q.name}_{variant.index}"
-                    for j, (payload, type_id) in enumerate(payloads):
+                    for j, payload in enumerate(payloads):
                         commands.append(egg.ActionCommand(egg.Set(SPAN, f"A_{table}_{j}", args, int_literal(payload))))
-                        commands.append(egg.ActionCommand(egg.Set(SPAN, f"T_{table}_{j}", args, int_literal(type_id))))
-                    commands.append(egg.ActionCommand(egg.Set(SPAN, f"Ok_{table}", args, int_literal(1))))
+                    if not payloads:
+                        commands.append(egg.ActionCommand(egg.Set(SPAN, f"Ok_{table}", args, int_literal(1))))
                 accepted[name] = accepted.get(name, 0) + ok
         if commands:
             eg.egg.run_program(*commands)

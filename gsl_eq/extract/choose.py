@@ -124,11 +124,10 @@ def egglog_extract(runner: Runner) -> Graph:
                     memo[key] = _node(eg, Kind.VAR, None, -1, literals[0], (), variables)
                 elif term.name == "Const":
                     memo[key] = _node(eg, Kind.CONST, None, literals[0], None, (), variables)
-                elif term.name == "GetItem":
-                    memo[key] = _node(eg, Kind.GETITEM, None, literals[0], None, children, variables)
-                else:
-                    kind, op = ctors[term.name]
-                    memo[key] = _node(eg, kind, op, literals[0] if literals else -1, None, children, variables)
+                else:  # the literal is the e-node's form; its payload is what the node needs
+                    kind, op = ctors.get(term.name, (Kind.GETITEM, None))
+                    payload = eg.forms[literals[0]].payload
+                    memo[key] = _node(eg, kind, op, -1 if payload is None else payload, None, children, variables)
             nodes[term_id] = memo[key]
         outputs.append(nodes[result.term])
     return Graph(graph.inputs, outputs, graph.returns_tuple)
