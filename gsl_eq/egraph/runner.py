@@ -113,15 +113,14 @@ class _Counts:
     updated: bool = False
     rebuild: float = 0.0
 
-    def add(self, out: object) -> int:
+    def add(self, out: object) -> dict[str, int]:
+        """Count one egglog run; returns its matches per egglog rule."""
         report = out.report  # type: ignore[attr-defined]
         self.updated |= report.updated
         self.rebuild += sum(r.total_seconds() for r in report.rebuild_time_per_ruleset.values())
-        total = 0
         for name, count in report.num_matches_per_rule.items():
             self.matches[name] = self.matches.get(name, 0) + count
-            total += count
-        return total
+        return report.num_matches_per_rule
 
 
 class _OutOfTime(Exception):
@@ -195,21 +194,16 @@ class Runner:
         accepted: dict[str, int] = {}
         ticks, reason = [time.perf_counter()], None
         try:
-            for k in searched:
-                found[k] = self._run(search, f"search_{k}")
+            if searched:  # one egglog call for every search: calls cost, rule sets can be large
+                found = self._per_rule_index(self._run(search, [f"search_{k}" for k in searched]), searched)
             ticks.append(time.perf_counter())
             self._decide(searched, new_keys, accepted)
-            self._run(search, "reject")
+            self._run(search, ["reject"])
             ticks.append(time.perf_counter())
             sizes = eg.table_sizes()
             self.backlog = self._backlog(sizes)
             new_bans = [names[k] for k in searched if self.scheduler.after_search(k, n, found[k])]
-            enodes = eg.size(sizes)
-            for k in range(len(self.rules)):
-                if self.backlog[k] and not self.scheduler.banned(k, n):
-                    enodes, reason = self._apply(k, apply, enodes)  # an upper bound: an application adds
-                    if reason is not None:                          # at most the e-nodes its target creates
-                        break
+            reason = self._apply_phase(n, apply, eg.size(sizes))
         except _OutOfTime:
             reason = StopReason.TIME_LIMIT
         ticks += [time.perf_counter()] * (4 - len(ticks))
@@ -231,32 +225,46 @@ class Runner:
                 self.scheduler.lift_bans()
         return iteration, reason
 
-    def _apply(self, k: int, counts: _Counts, enodes: int) -> tuple[int, StopReason | None]:
-        """Apply rule ``k``'s pending matches within its budget.
+    def _apply_phase(self, n: int, counts: _Counts, enodes: int) -> StopReason | None:
+        """Apply every rule's pending matches within its budget; the reason to stop if the node or
+        time budget cut a rule short.
 
-        ``enodes`` is an upper bound on the e-graph's size; returns the new bound and,
-        if the node or time budget cut the rule short, the reason to stop.
+        ``enodes`` is kept an upper bound on the e-graph's size (an application adds at most the
+        e-nodes its target creates) and measured when the bound leaves too little room. Rules
+        applied whole go in one egglog call; a rule applied in part goes alone, bucket by bucket.
         """
-        created = max(q.created for q in self.queries[k])
-        budget = min(self.scheduler.limit(k), self.backlog[k])
-        reason = None
-        if created:
-            room, reason = self._room(enodes)
-            if room < created * budget:  # the bound may be loose (most applications add no e-node): measure
+        batch: list[int] = []
+
+        def flush() -> None:
+            if batch:
+                self._run(counts, [f"apply_{k}" for k in batch], sum(self.backlog[k] for k in batch))
+                batch.clear()
+
+        for k in range(len(self.rules)):
+            if not self.backlog[k] or self.scheduler.banned(k, n):
+                continue
+            created = max(q.created for q in self.queries[k])
+            budget = min(self.scheduler.limit(k), self.backlog[k])
+            reason = None
+            if created and self._room(enodes)[0] < created * budget:
+                flush()
                 enodes = self.egraph.size()
-                room, reason = self._room(enodes)
-            if room >= created * budget:
-                reason = None
-            else:
-                budget = max(0, math.floor(room / created))
-        if budget:
-            if self.backlog[k] <= budget:
-                applied = self._run(counts, f"apply_{k}", self.backlog[k])
-            else:
+                room, why = self._room(enodes)
+                if room < created * budget:
+                    budget, reason = max(0, math.floor(room / created)), why
+            if budget == self.backlog[k]:
+                batch.append(k)
+                enodes += created * budget
+            elif budget:
+                flush()
                 applied = self._apply_buckets(k, budget, counts)
-            self.backlog[k] -= applied
-            enodes += applied * created
-        return enodes, reason
+                self.backlog[k] -= applied
+                enodes += created * applied
+            if reason is not None:
+                flush()
+                return reason
+        flush()
+        return None
 
     def _room(self, enodes: int) -> tuple[float, StopReason]:
         """How many e-nodes may still be added, and which limit says so."""
@@ -275,14 +283,14 @@ class Runner:
         themselves on the matches per bucket seen so far.
         """
         self.egraph.number()
-        self._run(counts, f"bucket_{k}", self.backlog[k])
+        self._run(counts, [f"bucket_{k}"], self.backlog[k])
         applied, left, opened, density = 0, self.backlog[k], 0, self.backlog[k] / BUCKETS
         while left > 0 and applied < 0.8 * budget and opened < BUCKETS:
             want = (budget - applied) / (2 if not opened else 1)
             buckets = self.scheduler.buckets(k, min(want / density, BUCKETS - opened) / BUCKETS)
             self.egraph.egg.run_program(*(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, "Open", [int_literal(b)])))
                                           for b in buckets))
-            got = self._run(counts, f"window_{k}", round(density * len(buckets)))
+            got = sum(self._run(counts, [f"window_{k}"], round(density * len(buckets))).values())
             self.egraph.run("(run close 1)")
             opened += len(buckets)
             applied, left = applied + got, left - got
@@ -293,25 +301,41 @@ class Runner:
         """Pending matches per rule: rows in its worklists."""
         return [sum(sizes.get(f"M_{q.name}", 0) + sizes.get(f"MB_{q.name}", 0) for q in qs) for qs in self.queries]
 
-    def _run(self, counts: _Counts, ruleset: str, rows: int = 0) -> int:
-        """One egglog iteration of ``ruleset``, unless it is predicted to end past the deadline;
-        returns its matches. ``rows``: how many worklist rows it consumes, when that is known.
+    def _run(self, counts: _Counts, rulesets: list[str], rows: int = 0) -> dict[str, int]:
+        """One egglog iteration of each of ``rulesets`` in turn (one egglog call), unless it is
+        predicted to end past the deadline; returns the matches per egglog rule. ``rows``: how
+        many worklist rows it consumes, when that is known.
 
         egglog cannot be stopped inside a call, so each call's time is predicted: per row
         consumed for the calls that consume worklists (the slowest rate seen so far), else the
-        time the same call took last.
+        time the same kind of call took last.
         """
-        kind = ruleset.split("_")[0]
-        predicted = self._seconds_per_row.get(kind, 0.0) * rows if rows else self._last_time.get(ruleset, 0.0)
+        kind = rulesets[0].split("_")[0]
+        predicted = self._seconds_per_row.get(kind, 0.0) * rows if rows else self._last_time.get(kind, 0.0)
         start = time.perf_counter()
         if start + predicted > self.deadline:
             raise _OutOfTime
-        (out,) = self.egraph.run(f"(run {ruleset} 1)")
+        if len(rulesets) == 1:
+            (out,) = self.egraph.run(f"(run {rulesets[0]} 1)")
+        else:
+            (out,) = self.egraph.run(f"(run-schedule (seq {' '.join(f'(run {r})' for r in rulesets)}))")
         took = time.perf_counter() - start
         if rows >= 100:
             self._seconds_per_row[kind] = max(self._seconds_per_row.get(kind, 0.0), took / rows)
-        self._last_time[ruleset] = took
+        self._last_time[kind] = took
         return counts.add(out)
+
+    @staticmethod
+    def _per_rule_index(counts: dict[str, int], rules: list[int]) -> dict[int, int]:
+        """egglog's per-rule counts (rules named "search r<k>_<q>", "apply r<k>_<q>_<v>[ bucketed]",
+        "window r<k>_<q>_<v>") summed per GSL rule index, every one of ``rules`` included."""
+        total = dict.fromkeys(rules, 0)
+        for name, n in counts.items():
+            words = name.split()
+            if words[0] in ("search", "apply", "window"):
+                k = int(words[1][1:].split("_")[0])
+                total[k] = total.get(k, 0) + n
+        return total
 
     def _predicted_time(self, size: int) -> float:
         its = self.report.iterations
@@ -319,12 +343,9 @@ class Runner:
         return its[-1].total_time * max(1.0, size / max(before, 1))
 
     def _per_rule(self, counts: dict[str, int]) -> dict[str, int]:
-        """egglog's per-rule counts (named "search r<k>_<q>", "apply r<k>_<q>_<v>", "window r<k>_<q>_<v>") per GSL rule."""
+        """egglog's per-rule counts summed per GSL rule name."""
         total: dict[str, int] = {}
-        for name, n in counts.items():
-            if name.split()[0] not in ("search", "apply", "window"):
-                continue
-            k = int(name.split()[1][1:].split("_")[0])
+        for k, n in self._per_rule_index(counts, []).items():
             total[self.rules[k].name] = total.get(self.rules[k].name, 0) + n
         return total
 
