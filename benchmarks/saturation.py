@@ -48,7 +48,6 @@ def unique(rule_list):
 def growth(args) -> list[str]:
     chosen = unique([*rules.all(), *rules.algebraic()])
     sections = [
-        "### Growth and time per phase",
         f"Limits: {args.node_limit} e-nodes, {args.iter_limit} iterations, {args.time_limit:.0f} s. "
         f"Rules ({len(chosen)}, all compiled): {', '.join(r.name for r in chosen)}.",
     ]
@@ -75,7 +74,7 @@ def growth(args) -> list[str]:
         summary.append([label, len(graph), report.iterations[-1].enodes if report.iterations else len(graph),
                         len(report.iterations), report.stop_reason.value, f"{load:.2f}", f"{total:.2f}",
                         f"{grown / max(total - load, 1e-9):,.0f}", f"{share:.0%}", f"{1 - share:.0%}"])
-        details += [f"#### {label}", table(
+        details += [f"### {label}", table(
             ["iteration", "e-nodes", "matches found", "applied", "backlog", "keys accepted",
              "time since start (s)", "e-nodes added / s", "search (s)", "Python keys (s)", "apply (s)", "banned"],
             rows)]
@@ -147,7 +146,6 @@ def limits(args) -> list[str]:
                      f"{r['before']:.0f}", f"{r['peak']:.0f}", r["extraction"]])
         print(*rows[-1], sep="\t", flush=True)
     return [
-        "### Limit adherence",
         "`optimize()` (ILP extraction) per case, in a process of its own. *wall* is the whole call but the final "
         "build (folding the result's parameters), which the time limit leaves out. *RSS before* is the process's "
         "memory once the model is built, *peak RSS* its high-water mark through building and optimizing (the ILP "
@@ -205,6 +203,7 @@ OVERHEAD_CASES = [
 
 
 def grow_raw(graph: Graph, names: list[str], iterations: int) -> tuple[float, list[int]]:
+    """The rules written directly in egglog over gsl_eq's encoding, one ``run`` per iteration."""
     eg = EGraph()
     eg.add_graph(graph)
     add, mul = eg.declare(Kind.CALL, "relax.add", 2), eg.declare(Kind.CALL, "relax.multiply", 2)
@@ -239,12 +238,11 @@ def overhead(args) -> list[str]:
                      f"{t_ours / t_raw:.2f}"])
         print(*rows[-1], sep="\t", flush=True)
     return [
-        "### Overhead against raw egglog",
         "The same rules grow the same graph for the same iterations, applying every match every iteration "
-        "(gsl_eq's limits set out of reach), once through gsl_eq's runner (search into worklists, Python decides "
-        "keys, apply from the worklists, sizes read after every rule) and once as rules written directly in egglog "
-        "over the same encoding, one `run` per iteration. The e-node count after every iteration is asserted equal. "
-        "Times exclude loading; minimum of 3 runs.",
+        "(gsl_eq's limits set out of reach), once through gsl_eq's runner (every source e-matched once into a "
+        "worklist, Python deciding the new keys, the apply rules consuming the worklists) and once as rules "
+        "written directly in egglog over the same encoding, one `run` per iteration. The e-node count after every "
+        "iteration is asserted equal. Times exclude loading; minimum of 3 interleaved runs.",
         table(["case", "graph nodes", "iterations", "e-nodes", "raw egglog (s)", "gsl_eq (s)", "gsl_eq / egglog"],
               rows),
     ]
@@ -262,10 +260,10 @@ def main() -> None:
     # Limits first: its cases run in forked processes, and egglog's thread pool must not exist before a fork.
     done = {name: part(args) for name, part in [("limits", limits), ("growth", growth), ("overhead", overhead)]
             if name in chosen}
-    sections = ["## Saturation (benchmarks/saturation.py)", f"Machine: {machine()}."]
-    for name in ("growth", "limits", "overhead"):
-        sections += done.get(name, [])
-    write_section("saturation", "\n\n".join(sections))
+    for name, section in (("growth", "saturation"), ("limits", "saturation-limits"), ("overhead", "saturation-overhead")):
+        if name in done:
+            write_section(section, "\n\n".join([f"## Saturation: {name} (benchmarks/saturation.py)",
+                                                 f"Machine: {machine()}.", *done[name]]))
 
 
 if __name__ == "__main__":
