@@ -117,7 +117,8 @@ def _rss_mb() -> float:
     return int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize() / 2**20
 
 
-def _limit_case(model: Callable, group: Callable, node_limit: int, time_limit: float, send) -> None:
+def _limit_case(index: int, args: tuple[int, float, float], send) -> None:
+    _, model, group, node_limit, time_limit = limit_cases(*args)[index]
     wl = model()
     rule_list = group()
     before = _rss_mb()
@@ -133,10 +134,13 @@ def _limit_case(model: Callable, group: Callable, node_limit: int, time_limit: f
 
 def limits(args) -> list[str]:
     rows = []
-    context = multiprocessing.get_context("fork")
-    for label, model, group, node_limit, time_limit in limit_cases(args.node_limit, args.time_limit, args.short_time):
+    # A fresh interpreter per case: a fork of a process that imported egglog hangs when it frees an
+    # e-graph (egglog's thread pool does not survive the fork).
+    context = multiprocessing.get_context("spawn")
+    cases = (args.node_limit, args.time_limit, args.short_time)
+    for index, (label, _, _, node_limit, time_limit) in enumerate(limit_cases(*cases)):
         receive, send = context.Pipe(duplex=False)
-        process = context.Process(target=_limit_case, args=(model, group, node_limit, time_limit, send))
+        process = context.Process(target=_limit_case, args=(index, cases, send))
         process.start()
         send.close()
         r = receive.recv()
@@ -257,7 +261,6 @@ def main() -> None:
     parser.add_argument("--parts", default="growth,limits,overhead")
     args = parser.parse_args()
     chosen = args.parts.split(",")
-    # Limits first: its cases run in forked processes, and egglog's thread pool must not exist before a fork.
     done = {name: part(args) for name, part in [("limits", limits), ("growth", growth), ("overhead", overhead)]
             if name in chosen}
     for name, section in (("growth", "saturation"), ("limits", "saturation-limits"), ("overhead", "saturation-overhead")):

@@ -8,17 +8,21 @@ egglog e-matches fixed shapes, so a rule's source is first made concrete: one
 nodes written as egglog facts, one *slot* per node, and becomes egglog rules:
 
 * *search* e-matches the source once and records, for every match, a **key**
-  (the interned attributes, projection index or constant of each slot, and the
-  type of each; plain integers, so the matches of repeated blocks share a
-  handful of keys) and a worklist **row**: the e-class of every slot, then the key.
+  (the form of each call, tuple and projection, which holds its attributes and
+  the types of it and its inputs, and each constant's value id: plain integers
+  the pattern binds itself, so the matches of repeated blocks share a handful of
+  keys) and a worklist **row**: the e-classes of the outputs and of the source
+  nodes the target reads, then the key. (egglog enumerates only the distinct
+  bindings of what a rule's actions use, so matches differing only in nodes the
+  target does not read are one row.)
 * Python decides each new key once (:meth:`Query.decide`). The key holds
   everything a GSL rule may read, so it rebuilds the matched subgraph as a small
   graph and runs greedy mode's own matcher and target builder on it: the
   attribute guards, op traits, alternatives, variadic instances and target
   attributes mean exactly what they mean in greedy mode, and TVM infers the
   type of every new node. The target it built, read as a shape (kinds, ops,
-  wiring to the slots), is a **variant**; its attributes and types go into
-  tables keyed by the key. Rows of rejected keys are dropped (*reject*).
+  wiring to the slots), is a **variant**; the forms of the nodes it creates go
+  into tables keyed by the key. Rows of rejected keys are dropped (*reject*).
 * *apply* rules, one per variant, read worklist rows (never the e-graph), create
   the target e-nodes, union each source output with its target and delete the
   row. To apply a rule in part, the runner moves its rows into buckets (by a
