@@ -3,8 +3,9 @@
 from .compile import Query, UnsupportedRuleError, compile_rule
 from .egraph import EGraph, ENode, Snapshot
 from .runner import Iteration, Report, Runner, StopReason
+from .scheduler import Scheduler
 
 __all__ = [
-    "EGraph", "ENode", "Iteration", "Query", "Report", "Runner", "Snapshot", "StopReason",
+    "EGraph", "ENode", "Iteration", "Query", "Report", "Runner", "Scheduler", "Snapshot", "StopReason",
     "UnsupportedRuleError", "compile_rule",
 ]
