@@ -347,8 +347,10 @@ def ilp_extract(
         return _extraction("ilp", egraph, roots, {}, start, gap=0.0, status="optimal")
 
     deadline = start + time_limit
-    # HiGHS overruns its time limit (presolve, the first relaxation): the solver runs where it can be stopped.
-    solved = run_bounded(lambda: _solve_ilp(egraph, roots, bound, deadline), deadline + 0.25 - time.perf_counter())
+    # HiGHS overruns its time limit (presolve, the first relaxation): the solver runs where it can be stopped,
+    # told to finish a little early so that its answer arrives before the deadline.
+    solved = run_bounded(lambda: _solve_ilp(egraph, roots, bound, deadline - 0.1 * time_limit),
+                         deadline - time.perf_counter())
     found, status, dual_bound = None, "time limit", None
     if solved is not None:
         chosen, code, message, dual_bound = solved
