@@ -31,9 +31,6 @@ def run_bounded(fn: Callable[[], T], seconds: float) -> T | None:
     receive, send = context.Pipe(duplex=False)
 
     def child() -> None:
-        # A fork has only this thread: anything that waits on the parent's thread pools hangs, as
-        # freeing an egglog e-graph does (rayon). So no garbage collection and no clean-up at exit.
-        gc.disable()
         try:
             outcome = (True, fn())
         except BaseException as error:  # noqa: BLE001 - handed to the parent as it is
@@ -42,7 +39,16 @@ def run_bounded(fn: Callable[[], T], seconds: float) -> T | None:
         os._exit(0)
 
     process = context.Process(target=child, daemon=True)
-    process.start()
+    # A fork has only the forking thread: anything that waits on the parent's thread pools hangs, as
+    # freeing an egglog e-graph does (rayon). So the child never collects garbage (it is forked with
+    # the collector off) and skips clean-up at exit.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        process.start()
+    finally:
+        if collecting:
+            gc.enable()
     send.close()
     try:
         if not receive.poll(seconds):
