@@ -8,8 +8,8 @@ One iteration:
    relation (see :mod:`.compile`). Sources are e-matched once, semi-naively;
 2. *decide*: Python decides the keys it has not seen (guards, target attributes
    and types) and fills the apply tables; rows of rejected keys are dropped;
-3. *apply*: rule by rule, egglog consumes worklist rows: all of them when they fit
-   the rule's budget, else buckets of them holding about the budget's worth.
+3. *apply*: egglog consumes worklist rows: every rule whose rows fit its budget in
+   one call, a rule that does not alone, bucket by bucket, about the budget's worth.
 
 Limits are promises. ``node_limit`` is a memory budget: one application adds at
 most as many e-nodes as its target creates, so a rule's budget is also capped by
