@@ -23,7 +23,7 @@ from . import rules as library
 from .egraph import Iteration, Runner
 from .extract import CostModel, get_cost_model, graph_cost
 from .extract.choose import egglog_extract, priced, rebuild, roots
-from .extract.extractors import Extraction, greedy_dag_extract, ilp_extract, tree_extract
+from .extract import Extraction, greedy_dag_extract, ilp_extract, tree_extract
 from .frontend import Subst
 from .graph import Graph, Kind
 from .greedy.rewrite import greedy, to_workload

@@ -19,14 +19,16 @@ from .extractors import (
     ExtractGraph,
     dag_cost,
     greedy_dag_extract,
-    ilp_extract,
     is_acyclic,
     tree_extract,
 )
+from .ilp import ilp_extract
+from .io import EGraphFileError, dumps_egraph, load_egraph, loads_egraph, save_egraph
 
 __all__ = [
     "ENodeCost", "ExtractGraph", "Extraction", "ExtractionError", "dag_cost", "greedy_dag_extract", "ilp_extract",
     "is_acyclic", "tree_extract",
+    "EGraphFileError", "dumps_egraph", "load_egraph", "loads_egraph", "save_egraph",
     "COST_MODELS", "CostModel", "Measured", "OpCount", "Roofline",
     "get_cost_model", "graph_cost", "op_bytes", "op_flops",
 ]

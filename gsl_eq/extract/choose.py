@@ -46,7 +46,7 @@ def priced(eg: EGraph, snap: Snapshot, model: CostModel) -> ExtractGraph:
                     memo[key] = float(model(e.op, dict(eg.attrs[e.attrs]), [eg.types[t] for t in key[2]],
                                             eg.types[key[3]]))
                 cost = memo[key]
-            row.append(ENodeCost(cost, tuple(e.children)))
+            row.append(ENodeCost(cost, tuple(e.children), e.op or e.kind.value))
     return out
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gsl_eq.errors import GslEqError
-from gsl_eq.extract.extractors import (
+from gsl_eq.extract import (
     ENodeCost as N,
     Extraction,
     ExtractionError,

@@ -1,0 +1,321 @@
+"""The exact extractor: the choice of least DAG cost, by an integer linear program solved by HiGHS.
+
+The program is made small and tight before HiGHS sees it:
+
+- only e-nodes that can be part of an acyclic term of finite cost, reachable from the
+  roots, get a variable;
+- in an e-class, an e-node is dropped if another costs no more and uses a subset of its
+  child e-classes (commutative twins such as ``a + b`` and ``b + a`` are the common case):
+  any solution using it can use the other instead;
+- "a chosen e-node uses its children" is written once per (parent e-class, child
+  e-class) pair — the parent's e-nodes that use the child, summed, are at most the
+  child's e-nodes, summed — rather than once per e-node, so the LP relaxation cannot
+  use a child fractionally because its parent is split across several e-nodes;
+- acyclicity is added lazily: the program starts without it; when a solution has a
+  cycle, topological-order constraints are added on the strongly connected component
+  of the e-graph that holds it, and HiGHS solves again.
+
+HiGHS starts from the warm start (the greedy DAG choice by default) and its cost bounds
+the objective, so the answer is never worse. HiGHS may overrun its own time limit
+(presolve, the first relaxation), so everything runs in a child process that is stopped
+at the limit (:func:`~gsl_eq.extract.bounded.run_bounded`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import highspy
+import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
+
+from .bounded import run_bounded
+from .extractors import (
+    Extraction, ExtractGraph, Indexed, _bottom_up, _extraction, _tree_values, _walk, dag_cost, greedy_dag_extract,
+    is_acyclic, without_gc,
+)
+
+__all__ = ["ilp_extract"]
+
+#: Classes with more e-nodes than this are only checked for exact duplicates (dominance is quadratic).
+DOMINANCE_CLASS_LIMIT = 64
+
+
+def ilp_extract(
+    egraph: ExtractGraph, roots: Sequence[Hashable], time_limit: float = 60.0, warm_start: Extraction | None = None
+) -> Extraction:
+    """The extraction of least DAG cost, or the best HiGHS finds within ``time_limit`` seconds.
+
+    ``warm_start`` (a choice for the same roots; by default :func:`greedy_dag_extract`'s)
+    is HiGHS's starting point and bounds the objective. ``status`` is ``"optimal"``
+    (``gap`` 0.0) when HiGHS proved optimality; otherwise it starts with ``"time limit"``
+    and ``gap`` is the relative gap between the returned cost and HiGHS's lower bound
+    (None if it has none). The returned choice is never worse than the warm start.
+
+        >>> from gsl_eq.extract import ENodeCost as N
+        >>> ilp_extract({"r": [N(1, ("a", "b"))], "a": [N(1, ("s",)), N(3)],
+        ...              "b": [N(1, ("s",)), N(3)], "s": [N(3)]}, ["r"]).cost
+        6.0
+    """
+    start = time.perf_counter()
+    if warm_start is None:
+        warm_start, fallback_name = greedy_dag_extract(egraph, roots), "greedy DAG extraction"
+    else:
+        fallback_name = "warm start"
+        if not is_acyclic(egraph, roots, warm_start.choice):
+            raise ValueError("the warm start's choice is cyclic")
+    fallback = warm_start.choice
+    if not roots:
+        return _extraction("ilp", egraph, roots, {}, start, gap=0.0, status="optimal")
+
+    deadline = start + time_limit
+    # told to finish a little early, so that its answer arrives before the deadline
+    solved = run_bounded(lambda: _solve(egraph, roots, fallback, deadline - 0.1 * time_limit),
+                         deadline - time.perf_counter())
+    found, status, lower_bound = None, "time limit", None
+    if solved is not None:
+        chosen, status, lower_bound = solved
+        if chosen is not None:
+            classes = list(egraph)
+            found = {classes[position]: index for position, index in chosen}
+    if found is None:
+        choice, status = fallback, f"{status}, no ILP solution: kept the {fallback_name}"
+    else:  # the ILP's cost may exceed the warm start's by its tolerance
+        choice = min([found, fallback], key=lambda candidate: dag_cost(egraph, roots, candidate))
+    extraction = _extraction("ilp", egraph, roots, choice, start, status=status)
+    extraction.gap = 0.0 if status == "optimal" else _relative_gap(extraction.cost, lower_bound)
+    return extraction
+
+
+def _relative_gap(cost: float, lower_bound: float | None) -> float | None:
+    if lower_bound is None or not math.isfinite(lower_bound):
+        return None
+    return max(cost - lower_bound, 0.0) / cost if cost > 0 else 0.0
+
+
+# --- the program ---------------------------------------------------------------------------------
+
+
+class _Program:
+    """The extraction ILP over the kept e-nodes of an indexed e-graph, held by a HiGHS instance.
+
+    Columns: ``chosen`` (binary) per kept e-node, then ``used`` (continuous, integral
+    through the rows) per e-class, then the order columns of the components made acyclic.
+    Rows: a class is used iff one of its e-nodes is chosen (a root is used); per (parent
+    class, child class) pair, the parent's e-nodes that use the child, summed, are at most
+    the child's ``used``. Costs are scaled so that the warm start costs 10^4, keeping them
+    well above HiGHS's tolerances.
+    """
+
+    def __init__(self, graph: Indexed, roots: list[int], bound: float):
+        self.graph = graph
+        self.nodes = _kept_nodes(graph, roots)
+        node_class = np.asarray(graph.node_class, dtype=np.int64)[np.asarray(self.nodes, dtype=np.int64)]
+        self.classes, self.class_of = np.unique(node_class, return_inverse=True)  # class rows, per column
+        n_nodes, n_classes = len(self.nodes), len(self.classes)
+        self.used = n_nodes  # first "used" column
+        self.row_of_class = {int(cls): k for k, cls in enumerate(self.classes)}
+
+        # the (parent class row, child class row) pair of every (e-node column, child)
+        edge_col, edge_child = [], []
+        for col, node in enumerate(self.nodes):
+            for child in graph.node_children[node]:
+                edge_col.append(col)
+                edge_child.append(self.row_of_class[child])
+        edge_col_array = np.asarray(edge_col, dtype=np.int64)
+        edges = np.stack([self.class_of[edge_col_array], np.asarray(edge_child, dtype=np.int64)], axis=1)
+        self.pairs, edge_pair = np.unique(edges.reshape(-1, 2), axis=0, return_inverse=True)
+        edge_pair = edge_pair.ravel()
+        n_pairs = len(self.pairs)
+        self.pair_columns = np.split(edge_col_array[np.argsort(edge_pair, kind="stable")],
+                                     np.cumsum(np.bincount(edge_pair, minlength=n_pairs))[:-1]) if n_pairs else []
+
+        # rows 0..n_classes-1: chosen e-nodes of the class - used = 0; then per pair: using e-nodes - used(child) <= 0
+        class_rows = np.arange(n_classes)
+        rows = np.concatenate([self.class_of, class_rows, n_classes + edge_pair, n_classes + np.arange(n_pairs)])
+        cols = np.concatenate([np.arange(n_nodes), n_nodes + class_rows, edge_col_array, n_nodes + self.pairs[:, 1]])
+        values = np.concatenate([np.ones(n_nodes), -np.ones(n_classes), np.ones(len(edge_col)), -np.ones(n_pairs)])
+        n_cols, n_rows = n_nodes + n_classes, n_classes + n_pairs
+        matrix = sparse.csc_matrix((values, (rows, cols)), shape=(n_rows, n_cols))
+
+        col_lower = np.zeros(n_cols)
+        col_lower[[n_nodes + self.row_of_class[root] for root in roots]] = 1.0  # the roots are used
+        self.scale = 1e4 / bound if bound > 0 else 1.0
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = n_cols, n_rows
+        lp.col_cost_ = np.concatenate([np.asarray([graph.node_cost[node] for node in self.nodes]) * self.scale,
+                                       np.zeros(n_classes)])
+        lp.col_lower_, lp.col_upper_ = col_lower, np.ones(n_cols)
+        lp.row_lower_ = np.concatenate([np.zeros(n_classes), np.full(n_pairs, -highspy.kHighsInf)])
+        lp.row_upper_ = np.zeros(n_rows)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = matrix.indptr, matrix.indices, matrix.data
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_cols, n_rows
+        lp.integrality_ = [highspy.HighsVarType.kInteger] * n_nodes + [highspy.HighsVarType.kContinuous] * n_classes
+        self.highs = highspy.Highs()
+        self.highs.setOptionValue("output_flag", False)
+        self.highs.setOptionValue("mip_rel_gap", 0.0)
+        self.highs.setOptionValue("objective_bound", 1e4 * (1 + 1e-9) + 1e-9 if bound > 0 else 1e-9)
+        self.highs.passModel(lp)
+
+        # strongly connected components of the class graph: where a cycle can be chosen
+        adjacency = sparse.csr_matrix((np.ones(n_pairs), (self.pairs[:, 0], self.pairs[:, 1])),
+                                      shape=(n_classes, n_classes))
+        _, self.component = connected_components(adjacency, directed=True, connection="strong")
+        self.ordered: set[int] = set()  # components with order constraints
+        self.order_col: dict[int, int] = {}  # class row -> its order column
+
+    def start_from(self, choice: dict[int, int], order: Sequence[int]) -> None:
+        """Give HiGHS a feasible solution: class position -> e-node number, with the used
+        class positions children first (ranks for the order columns)."""
+        column = {node: col for col, node in enumerate(self.nodes)}
+        values = np.zeros(self.highs.getNumCol())
+        for node in choice.values():
+            if node in column:  # pruned e-nodes are never in a choice reachable from the roots
+                values[column[node]] = 1.0
+                values[self.used + self.class_of[column[node]]] = 1.0
+        rank = np.zeros(len(self.classes), dtype=np.int64)  # per component, children first
+        for cls in order:
+            row = self.row_of_class.get(cls)
+            if row is not None and row in self.order_col:
+                values[self.order_col[row]] = rank[self.component[row]]
+                rank[self.component[row]] += 1
+        solution = highspy.HighsSolution()
+        solution.col_value = list(values)
+        solution.value_valid = True
+        self.highs.setSolution(solution)
+
+    def solve(self, deadline: float) -> tuple[dict[int, int] | None, bool, float | None]:
+        """(the chosen e-node per used class position, or None; optimality proved; lower bound, unscaled)."""
+        self.highs.setOptionValue("time_limit", max(deadline - time.perf_counter(), 0.0))
+        self.highs.run()
+        status = self.highs.getModelStatus()
+        info = self.highs.getInfo()
+        bound = info.mip_dual_bound / self.scale if math.isfinite(info.mip_dual_bound) else None
+        if info.primal_solution_status != 2:  # no feasible solution
+            return None, False, bound
+        values = np.asarray(self.highs.getSolution().col_value[: len(self.nodes)])
+        choice = {}
+        for col in np.flatnonzero(values > 0.5):
+            choice.setdefault(self.graph.node_class[self.nodes[col]], self.nodes[col])
+        return choice, status == highspy.HighsModelStatus.kOptimal, bound
+
+    def order_components(self, classes: Sequence[int]) -> bool:
+        """Add topological-order constraints on the components holding these class positions
+        (a cycle of a solution); False if they all had them already."""
+        new = {int(self.component[self.row_of_class[cls]]) for cls in classes} - self.ordered
+        if not new:
+            return False
+        self.ordered |= new
+        members = np.flatnonzero(np.isin(self.component, list(new)))  # class rows
+        size = np.bincount(self.component)
+        first = self.highs.getNumCol()
+        self.order_col.update({int(row): first + k for k, row in enumerate(members)})
+        self.highs.addVars(len(members), np.zeros(len(members)), size[self.component[members]] - 1.0)
+        # order[child] + 1 <= order[parent] + M * (1 - parent's e-nodes using child), M the component's size
+        upper, starts, indices, values = [], [], [], []
+        for (parent, child), using in zip(self.pairs, self.pair_columns):
+            if self.component[parent] in new and self.component[child] == self.component[parent]:
+                big_m = float(size[self.component[parent]])
+                starts.append(len(indices))
+                indices += [self.order_col[int(child)], self.order_col[int(parent)], *using]
+                values += [1.0, -1.0, *([big_m] * len(using))]
+                upper.append(big_m - 1.0)
+        self.highs.addRows(len(upper), np.full(len(upper), -highspy.kHighsInf), np.asarray(upper), len(indices),
+                           np.asarray(starts, dtype=np.int32), np.asarray(indices, dtype=np.int32), np.asarray(values))
+        return True
+
+
+def _kept_nodes(graph: Indexed, roots: list[int]) -> list[int]:
+    """The e-nodes that get a column: finite cost, no child that is their own class or has no
+    acyclic term of finite cost, not dominated in their class; reachable from the roots
+    through such e-nodes."""
+    extractable = _bottom_up(graph, roots, _tree_values, stop_at_roots=False)
+    kept_in: dict[int, list[int]] = {}
+
+    def kept(cls: int) -> list[int]:
+        if cls not in kept_in:
+            candidates = [node for node in graph.class_nodes[cls]
+                          if graph.node_cost[node] < math.inf and cls not in graph.node_children[node]
+                          and all(child in extractable for child in graph.node_children[node])]
+            kept_in[cls] = _undominated(graph, candidates)
+        return kept_in[cls]
+
+    nodes, seen, todo = [], set(roots), list(dict.fromkeys(roots))
+    while todo:
+        for node in kept(todo.pop()):
+            nodes.append(node)
+            for child in graph.node_children[node]:
+                if child not in seen:
+                    seen.add(child)
+                    todo.append(child)
+    return sorted(nodes)
+
+
+def _undominated(graph: Indexed, nodes: list[int]) -> list[int]:
+    """Drop an e-node when another, earlier in (cost, number) order, costs no more and uses a
+    subset of its child classes (only identical sets for classes above DOMINANCE_CLASS_LIMIT)."""
+    ranked = sorted(nodes, key=lambda node: graph.node_cost[node])
+    keep: list[tuple[int, frozenset[int]]] = []
+    seen_sets: set[frozenset[int]] = set()
+    for node in ranked:
+        children = frozenset(graph.node_children[node])
+        if children in seen_sets:
+            continue
+        if len(ranked) <= DOMINANCE_CLASS_LIMIT and any(other <= children for _, other in keep):
+            continue
+        seen_sets.add(children)
+        keep.append((node, children))
+    return [node for node, _ in keep]
+
+
+def _solve(
+    egraph: ExtractGraph, roots: Sequence[Hashable], fallback: dict[Hashable, int], deadline: float
+) -> tuple[list[tuple[int, int]] | None, str, float | None]:
+    """Build and solve the program, adding order constraints until a solution is acyclic:
+    (the choice as (class position, e-node index) pairs, or None; status; lower bound).
+    Positions index ``list(egraph)``, so the answer crosses a process boundary."""
+    with without_gc():
+        graph = Indexed(egraph)
+        root_positions = graph.root_positions(roots)
+        start = {graph.position[cls]: graph.class_nodes[graph.position[cls]][index] for cls, index in fallback.items()}
+        start_order = [graph.position[cls] for cls in _walk(egraph, roots, fallback)[0]]
+        program = _Program(graph, root_positions, dag_cost(egraph, roots, fallback))
+    while True:
+        program.start_from(start, start_order)
+        choice, optimal, lower_bound = program.solve(deadline)
+        if choice is None:
+            return None, "time limit", lower_bound
+        chosen = {graph.classes[cls]: graph.node_index[node] for cls, node in choice.items()}
+        try:
+            order, acyclic = _walk(egraph, roots, chosen)
+        except ValueError:  # numerically off: a used class without a chosen e-node
+            return None, "HiGHS returned an inconsistent solution", lower_bound
+        if acyclic:
+            return [(graph.position[cls], chosen[cls]) for cls in order], "optimal" if optimal else "time limit", lower_bound
+        if time.perf_counter() >= deadline:
+            return None, "time limit", lower_bound
+        if not program.order_components(_cycle_classes(graph, root_positions, choice)):
+            return None, "HiGHS chose a cycle that the order constraints exclude", lower_bound
+
+
+def _cycle_classes(graph: Indexed, roots: list[int], choice: dict[int, int]) -> list[int]:
+    """The class positions on cycles of the chosen graph reachable from the roots."""
+    reach, todo = set(roots), list(roots)
+    while todo:
+        for child in graph.node_children[choice[todo.pop()]]:
+            if child not in reach:
+                reach.add(child)
+                todo.append(child)
+    members = sorted(reach)
+    index = {cls: k for k, cls in enumerate(members)}
+    src = [index[cls] for cls in members for _ in graph.node_children[choice[cls]]]
+    dst = [index[child] for cls in members for child in graph.node_children[choice[cls]]]
+    adjacency = sparse.csr_matrix((np.ones(len(src)), (src, dst)), shape=(len(members), len(members)))
+    _, component = connected_components(adjacency, directed=True, connection="strong")
+    size = np.bincount(component)
+    return [cls for cls in members if size[component[index[cls]]] > 1]
