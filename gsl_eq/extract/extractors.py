@@ -80,6 +80,7 @@ class Extraction:
     time: float
     gap: float | None = None
     status: str = ""
+    cycle_cuts: int | None = None  # the exact extractor's: cycles cut off before its solution was acyclic
 
 
 # --- the chosen graph ------------------------------------------------------------------------

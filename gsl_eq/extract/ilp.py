@@ -11,9 +11,16 @@ The program is made small and tight before HiGHS sees it:
   e-class) pair — the parent's e-nodes that use the child, summed, are at most the
   child's e-nodes, summed — rather than once per e-node, so the LP relaxation cannot
   use a child fractionally because its parent is split across several e-nodes;
-- acyclicity is added lazily: the program starts without it; when a solution has a
-  cycle, topological-order constraints are added on the strongly connected component
-  of the e-graph that holds it, and HiGHS solves again.
+- one connectivity row: the chosen graph connects the leaves every term of the roots
+  must contain, so its e-nodes, each weighted by its children minus one, sum to at
+  least that many leaves minus the roots (on a sum of k terms: at least k - 1
+  additions, which the LP otherwise spreads over many orders sharing their parts);
+- acyclicity is added lazily, as cuts: the program starts without it; when a solution
+  chooses a cycle of e-classes ``c1 -> c2 -> ... -> ck -> c1``, the cut "at most k - 1
+  of these k class edges are used" is added for each such cycle found, and HiGHS
+  solves again (every solution is a lower bound; the first acyclic one is optimal).
+  Topological-order constraints with a big M, the usual alternative, make the LP
+  bound useless on TENSAT's cyclic e-graphs.
 
 HiGHS starts from the warm start (the greedy DAG choice by default) and its cost bounds
 the objective, so the answer is never worse. HiGHS may overrun its own time limit
@@ -23,6 +30,7 @@ at the limit (:func:`~gsl_eq.extract.bounded.run_bounded`).
 
 from __future__ import annotations
 
+import collections
 import math
 import time
 from collections.abc import Hashable, Sequence
@@ -31,7 +39,6 @@ from typing import Any
 import highspy
 import numpy as np
 from scipy import sparse
-from scipy.sparse.csgraph import connected_components
 
 from .bounded import run_bounded
 from .extractors import (
@@ -40,6 +47,10 @@ from .extractors import (
 )
 
 __all__ = ["ilp_extract"]
+
+#: Measured on saturated e-graphs (BENCHMARKS.md, extraction): symmetry detection took 11 of 18 s on
+#: NasRNN's and the enumeration presolve rule (bit 16) 9 of 12 s on GPT-2's, both without effect on the result.
+HIGHS_OPTIONS = {"mip_detect_symmetry": False, "presolve_rule_off": 1 << 16}
 
 #: Classes with more e-nodes than this are only checked for exact duplicates (dominance is quadratic).
 DOMINANCE_CLASS_LIMIT = 64
@@ -55,6 +66,7 @@ def ilp_extract(
     (``gap`` 0.0) when HiGHS proved optimality; otherwise it starts with ``"time limit"``
     and ``gap`` is the relative gap between the returned cost and HiGHS's lower bound
     (None if it has none). The returned choice is never worse than the warm start.
+    ``cycle_cuts`` counts the cycle cuts HiGHS needed (None if it did not answer).
 
         >>> from gsl_eq.extract import ENodeCost as N
         >>> ilp_extract({"r": [N(1, ("a", "b"))], "a": [N(1, ("s",)), N(3)],
@@ -76,9 +88,9 @@ def ilp_extract(
     # told to finish a little early, so that its answer arrives before the deadline
     solved = run_bounded(lambda: _solve(egraph, roots, fallback, deadline - 0.1 * time_limit),
                          deadline - time.perf_counter())
-    found, status, lower_bound = None, "time limit", None
+    found, status, lower_bound, cuts = None, "time limit", None, None
     if solved is not None:
-        chosen, status, lower_bound = solved
+        chosen, status, lower_bound, cuts = solved
         if chosen is not None:
             classes = list(egraph)
             found = {classes[position]: index for position, index in chosen}
@@ -86,7 +98,7 @@ def ilp_extract(
         choice, status = fallback, f"{status}, no ILP solution: kept the {fallback_name}"
     else:  # the ILP's cost may exceed the warm start's by its tolerance
         choice = min([found, fallback], key=lambda candidate: dag_cost(egraph, roots, candidate))
-    extraction = _extraction("ilp", egraph, roots, choice, start, status=status)
+    extraction = _extraction("ilp", egraph, roots, choice, start, status=status, cycle_cuts=cuts)
     extraction.gap = 0.0 if status == "optimal" else _relative_gap(extraction.cost, lower_bound)
     return extraction
 
@@ -104,11 +116,11 @@ class _Program:
     """The extraction ILP over the kept e-nodes of an indexed e-graph, held by a HiGHS instance.
 
     Columns: ``chosen`` (binary) per kept e-node, then ``used`` (continuous, integral
-    through the rows) per e-class, then the order columns of the components made acyclic.
-    Rows: a class is used iff one of its e-nodes is chosen (a root is used); per (parent
-    class, child class) pair, the parent's e-nodes that use the child, summed, are at most
-    the child's ``used``. Costs are scaled so that the warm start costs 10^4, keeping them
-    well above HiGHS's tolerances.
+    through the rows) per e-class. Rows: a class is used iff one of its e-nodes is
+    chosen (a root is used); per (parent class, child class) pair, the parent's e-nodes
+    that use the child, summed, are at most the child's ``used``; the connectivity row;
+    then the cycle cuts. Costs are scaled so that the warm start costs 10^4, well above
+    HiGHS's tolerances.
     """
 
     def __init__(self, graph: Indexed, roots: list[int], bound: float):
@@ -159,31 +171,46 @@ class _Program:
         self.highs = highspy.Highs()
         self.highs.setOptionValue("output_flag", False)
         self.highs.setOptionValue("mip_rel_gap", 0.0)
+        for key, value in HIGHS_OPTIONS.items():
+            self.highs.setOptionValue(key, value)
         self.highs.setOptionValue("objective_bound", 1e4 * (1 + 1e-9) + 1e-9 if bound > 0 else 1e-9)
         self.highs.passModel(lp)
 
-        # strongly connected components of the class graph: where a cycle can be chosen
-        adjacency = sparse.csr_matrix((np.ones(n_pairs), (self.pairs[:, 0], self.pairs[:, 1])),
-                                      shape=(n_classes, n_classes))
-        _, self.component = connected_components(adjacency, directed=True, connection="strong")
-        self.ordered: set[int] = set()  # components with order constraints
-        self.order_col: dict[int, int] = {}  # class row -> its order column
+        self.pair_of = {(int(parent), int(child)): k for k, (parent, child) in enumerate(self.pairs)}
+        self.cuts = 0
+        self._connect(roots)
 
-    def start_from(self, choice: dict[int, int], order: Sequence[int]) -> None:
-        """Give HiGHS a feasible solution: class position -> e-node number, with the used
-        class positions children first (ranks for the order columns)."""
+    def _connect(self, roots: list[int]) -> None:
+        """The connectivity row: Σ (children - 1) · chosen ≥ leaves - roots.
+
+        A leaf class (all its e-nodes have no children) that every term of a root must
+        contain is a vertex of the chosen graph; that graph's part reachable from the r
+        roots has at most r weakly connected components, so its edges are at least its
+        vertices minus r: the chosen e-nodes, each counted for its children minus one,
+        sum to at least these leaves minus r. Without it, the LP spreads a sum of k
+        terms over many fractional orders that share their parts and pays a fraction of
+        the k - 1 additions any order needs.
+        """
+        must = _must_leaves(self.graph, self.nodes)
+        leaves = 0
+        for root in roots:
+            leaves |= must[root]
+        needed = leaves.bit_count() - len(set(roots))
+        merging = [col for col, node in enumerate(self.nodes) if len(self.graph.node_children[node]) >= 2]
+        if needed <= 0 or not merging:
+            return
+        weights = [len(self.graph.node_children[self.nodes[col]]) - 1.0 for col in merging]
+        self.highs.addRow(float(needed), highspy.kHighsInf, len(merging), np.asarray(merging, dtype=np.int32),
+                          np.asarray(weights))
+
+    def start_from(self, choice: dict[int, int]) -> None:
+        """Give HiGHS a feasible solution: class position -> e-node number."""
         column = {node: col for col, node in enumerate(self.nodes)}
         values = np.zeros(self.highs.getNumCol())
         for node in choice.values():
             if node in column:  # pruned e-nodes are never in a choice reachable from the roots
                 values[column[node]] = 1.0
                 values[self.used + self.class_of[column[node]]] = 1.0
-        rank = np.zeros(len(self.classes), dtype=np.int64)  # per component, children first
-        for cls in order:
-            row = self.row_of_class.get(cls)
-            if row is not None and row in self.order_col:
-                values[self.order_col[row]] = rank[self.component[row]]
-                rank[self.component[row]] += 1
         solution = highspy.HighsSolution()
         solution.col_value = list(values)
         solution.value_valid = True
@@ -204,30 +231,20 @@ class _Program:
             choice.setdefault(self.graph.node_class[self.nodes[col]], self.nodes[col])
         return choice, status == highspy.HighsModelStatus.kOptimal, bound
 
-    def order_components(self, classes: Sequence[int]) -> bool:
-        """Add topological-order constraints on the components holding these class positions
-        (a cycle of a solution); False if they all had them already."""
-        new = {int(self.component[self.row_of_class[cls]]) for cls in classes} - self.ordered
-        if not new:
-            return False
-        self.ordered |= new
-        members = np.flatnonzero(np.isin(self.component, list(new)))  # class rows
-        size = np.bincount(self.component)
-        first = self.highs.getNumCol()
-        self.order_col.update({int(row): first + k for k, row in enumerate(members)})
-        self.highs.addVars(len(members), np.zeros(len(members)), size[self.component[members]] - 1.0)
-        # order[child] + 1 <= order[parent] + M * (1 - parent's e-nodes using child), M the component's size
-        upper, starts, indices, values = [], [], [], []
-        for (parent, child), using in zip(self.pairs, self.pair_columns):
-            if self.component[parent] in new and self.component[child] == self.component[parent]:
-                big_m = float(size[self.component[parent]])
-                starts.append(len(indices))
-                indices += [self.order_col[int(child)], self.order_col[int(parent)], *using]
-                values += [1.0, -1.0, *([big_m] * len(using))]
-                upper.append(big_m - 1.0)
-        self.highs.addRows(len(upper), np.full(len(upper), -highspy.kHighsInf), np.asarray(upper), len(indices),
-                           np.asarray(starts, dtype=np.int32), np.asarray(indices, dtype=np.int32), np.asarray(values))
-        return True
+    def cut(self, cycles: Sequence[Sequence[int]]) -> None:
+        """For each cycle of class positions ``c1 -> ... -> ck`` (``ck -> c1`` implied): at
+        most k - 1 of its class edges are used, whichever e-nodes use them."""
+        starts, indices = [], []
+        for cycle in cycles:
+            starts.append(len(indices))
+            rows = [self.row_of_class[cls] for cls in cycle]
+            for parent, child in zip(rows, rows[1:] + rows[:1]):
+                indices.extend(int(col) for col in self.pair_columns[self.pair_of[parent, child]])
+        uppers = np.asarray([len(cycle) - 1.0 for cycle in cycles])
+        self.highs.addRows(len(cycles), np.full(len(cycles), -highspy.kHighsInf), uppers, len(indices),
+                           np.asarray(starts, dtype=np.int32), np.asarray(indices, dtype=np.int32),
+                           np.ones(len(indices)))
+        self.cuts += len(cycles)
 
 
 def _kept_nodes(graph: Indexed, roots: list[int]) -> list[int]:
@@ -256,6 +273,54 @@ def _kept_nodes(graph: Indexed, roots: list[int]) -> list[int]:
     return sorted(nodes)
 
 
+def _must_leaves(graph: Indexed, nodes: list[int]) -> dict[int, int]:
+    """Per class position: the leaf classes that every term of it built from ``nodes`` contains,
+    as a bitset (a Python int, one bit per leaf class).
+
+    A leaf class has only e-nodes without children. The sets are the greatest fixpoint
+    of "a class's leaves are those every one of its e-nodes reaches through some child",
+    found by iterating down from "every leaf" (cycles included: a term is finite).
+    """
+    members: dict[int, list[int]] = {}
+    for node in nodes:
+        members.setdefault(graph.node_class[node], []).append(node)
+    leaves = {cls for cls, own in members.items() if all(not graph.node_children[node] for node in own)}
+    bit = {cls: 1 << k for k, cls in enumerate(leaves)}
+    everything = (1 << len(leaves)) - 1
+    must = {cls: bit.get(cls, everything) for cls in members}
+    parents: dict[int, set[int]] = {}
+    waiting: dict[int, int] = {}
+    for cls, own in members.items():
+        children = {child for node in own for child in graph.node_children[node]}
+        waiting[cls] = len(children)
+        for child in children:
+            parents.setdefault(child, set()).add(cls)
+    order = [cls for cls, count in waiting.items() if count == 0]  # children first (Kahn); cycles last
+    for cls in order:
+        for parent in parents.get(cls, ()):
+            waiting[parent] -= 1
+            if waiting[parent] == 0:
+                order.append(parent)
+    queue = collections.deque(dict.fromkeys(cls for cls in [*order, *members] if cls not in leaves))
+    queued = set(queue)
+    while queue:
+        cls = queue.popleft()
+        queued.discard(cls)
+        found = everything
+        for node in members[cls]:
+            reached = 0
+            for child in graph.node_children[node]:
+                reached |= must[child]
+            found &= reached
+        if found != must[cls]:
+            must[cls] = found
+            for parent in parents.get(cls, ()):
+                if parent not in queued and parent not in leaves:
+                    queued.add(parent)
+                    queue.append(parent)
+    return must
+
+
 def _undominated(graph: Indexed, nodes: list[int]) -> list[int]:
     """Drop an e-node when another, earlier in (cost, number) order, costs no more and uses a
     subset of its child classes (only identical sets for classes above DOMINANCE_CLASS_LIMIT)."""
@@ -275,47 +340,55 @@ def _undominated(graph: Indexed, nodes: list[int]) -> list[int]:
 
 def _solve(
     egraph: ExtractGraph, roots: Sequence[Hashable], fallback: dict[Hashable, int], deadline: float
-) -> tuple[list[tuple[int, int]] | None, str, float | None]:
-    """Build and solve the program, adding order constraints until a solution is acyclic:
-    (the choice as (class position, e-node index) pairs, or None; status; lower bound).
-    Positions index ``list(egraph)``, so the answer crosses a process boundary."""
+) -> tuple[list[tuple[int, int]] | None, str, float | None, int]:
+    """Build and solve the program, cutting off the cycles of each solution until one is
+    acyclic: (the choice as (class position, e-node index) pairs, or None; status; lower
+    bound; cycle cuts added). Positions index ``list(egraph)``, so the answer crosses a process boundary."""
     with without_gc():
         graph = Indexed(egraph)
         root_positions = graph.root_positions(roots)
         start = {graph.position[cls]: graph.class_nodes[graph.position[cls]][index] for cls, index in fallback.items()}
-        start_order = [graph.position[cls] for cls in _walk(egraph, roots, fallback)[0]]
         program = _Program(graph, root_positions, dag_cost(egraph, roots, fallback))
     while True:
-        program.start_from(start, start_order)
+        program.start_from(start)
         choice, optimal, lower_bound = program.solve(deadline)
         if choice is None:
-            return None, "time limit", lower_bound
-        chosen = {graph.classes[cls]: graph.node_index[node] for cls, node in choice.items()}
-        try:
-            order, acyclic = _walk(egraph, roots, chosen)
-        except ValueError:  # numerically off: a used class without a chosen e-node
-            return None, "HiGHS returned an inconsistent solution", lower_bound
-        if acyclic:
-            return [(graph.position[cls], chosen[cls]) for cls in order], "optimal" if optimal else "time limit", lower_bound
+            return None, "time limit", lower_bound, program.cuts
+        cycles = _cycles(graph, root_positions, choice)
+        if not cycles:
+            chosen = {graph.classes[cls]: graph.node_index[node] for cls, node in choice.items()}
+            try:
+                order, _ = _walk(egraph, roots, chosen)
+            except ValueError:  # numerically off: a used class without a chosen e-node
+                return None, "HiGHS returned an inconsistent solution", lower_bound, program.cuts
+            status = "optimal" if optimal else "time limit"
+            return [(graph.position[cls], chosen[cls]) for cls in order], status, lower_bound, program.cuts
         if time.perf_counter() >= deadline:
-            return None, "time limit", lower_bound
-        if not program.order_components(_cycle_classes(graph, root_positions, choice)):
-            return None, "HiGHS chose a cycle that the order constraints exclude", lower_bound
+            return None, "time limit", lower_bound, program.cuts
+        program.cut(cycles)
 
 
-def _cycle_classes(graph: Indexed, roots: list[int], choice: dict[int, int]) -> list[int]:
-    """The class positions on cycles of the chosen graph reachable from the roots."""
-    reach, todo = set(roots), list(roots)
-    while todo:
-        for child in graph.node_children[choice[todo.pop()]]:
-            if child not in reach:
-                reach.add(child)
-                todo.append(child)
-    members = sorted(reach)
-    index = {cls: k for k, cls in enumerate(members)}
-    src = [index[cls] for cls in members for _ in graph.node_children[choice[cls]]]
-    dst = [index[child] for cls in members for child in graph.node_children[choice[cls]]]
-    adjacency = sparse.csr_matrix((np.ones(len(src)), (src, dst)), shape=(len(members), len(members)))
-    _, component = connected_components(adjacency, directed=True, connection="strong")
-    size = np.bincount(component)
-    return [cls for cls in members if size[component[index[cls]]] > 1]
+def _cycles(graph: Indexed, roots: list[int], choice: dict[int, int]) -> list[list[int]]:
+    """Cycles of the chosen graph reachable from the roots, as class positions: one per back
+    edge of a depth-first search, so at least one in every cyclic strongly connected part."""
+    state: dict[int, bool] = {}  # False while on the search stack
+    cycles = []
+    for root in roots:
+        if root in state:
+            continue
+        state[root] = False
+        path = [root]
+        stack = [iter(graph.node_children[choice[root]])]
+        while stack:
+            for child in stack[-1]:
+                if child not in state:
+                    state[child] = False
+                    path.append(child)
+                    stack.append(iter(graph.node_children[choice[child]]))
+                    break
+                if state[child] is False:  # a back edge closes a cycle
+                    cycles.append(path[path.index(child):])
+            else:
+                stack.pop()
+                state[path.pop()] = True
+    return cycles

@@ -239,3 +239,89 @@ def test_random_egraphs_against_brute_force(seed):
     assert ilp.cost == optimum and (ilp.status, ilp.gap) == ("optimal", 0.0)
     warm = ilp_extract(egraph, roots, warm_start=greedy)
     assert warm.cost == optimum and (warm.status, warm.gap) == ("optimal", 0.0)
+
+
+# --- the exact extractor's formulation ------------------------------------------------------------
+
+
+def test_a_cycle_the_relaxation_prefers_is_cut_lazily():
+    # without acyclicity, A = f(B), B = g(A) costs 0; cut off, the leaf 5 is the optimum
+    ilp = ilp_extract(CYCLE, ["A"])
+    assert ilp.choice == {"A": 1} and ilp.cost == 5 and ilp.status == "optimal" and ilp.cycle_cuts >= 1
+    # a longer cycle through four classes, each with an expensive way out, and a shortcut inside
+    ring = {c: [N(0, (n,)), N(10 + k)] for k, (c, n) in enumerate(zip("ABCD", "BCDA"))}
+    ring["C"].append(N(1, ("A", "E")))
+    ring["E"] = [N(2)]
+    ilp = ilp_extract(ring, ["A"])
+    assert ilp.cycle_cuts >= 1 and ilp.status == "optimal"
+    assert ilp.cost == brute_force(ring, ["A"]) == 10
+    assert ilp_extract(DIAMOND, ["X"]).cycle_cuts == 0
+
+
+def ac_sum_egraph(k: int):
+    """The saturated e-graph of a sum of k leaves under commutativity and associativity: a class
+    per subset of two or more terms, one e-node per ordered split (both orders: commutative twins)."""
+    egraph = {frozenset([t]): [N(0.0, (), "var")] for t in range(k)}
+    for size in range(2, k + 1):
+        for subset in map(frozenset, itertools.combinations(range(k), size)):
+            splits = [frozenset(left) for n in range(1, size) for left in itertools.combinations(sorted(subset), n)]
+            egraph[subset] = [N(3.0, (left, subset - left), "add") for left in splits]
+    return egraph, [frozenset(range(k))]
+
+
+def test_an_ac_sum_is_proved_optimal():
+    egraph, roots = ac_sum_egraph(8)  # 255 classes, 6,050 e-nodes, every order costs the same
+    ilp = ilp_extract(egraph, roots, time_limit=60)
+    assert (ilp.status, ilp.gap) == ("optimal", 0.0) and ilp.cost == 7 * 3.0
+    check(egraph, roots, ilp)
+
+
+def test_the_leaves_every_term_must_contain():
+    from gsl_eq.extract.extractors import Indexed
+    from gsl_eq.extract.ilp import _kept_nodes, _must_leaves
+
+    egraph = {
+        "r": [N(1, ("s", "c")), N(1, ("t",))],  # r = s + c = f(t)
+        "s": [N(1, ("a", "b"))],
+        "t": [N(1, ("a", "s"))],  # t reaches a, b through s
+        "a": [N(0)], "b": [N(0)], "c": [N(0)],
+        "x": [N(0), N(1, ("x", "a"))],  # a leaf and a loop: not a leaf class
+    }
+    graph = Indexed(egraph)
+    roots = graph.root_positions(["r"])
+    must = _must_leaves(graph, _kept_nodes(graph, roots))
+    leaves = {name: must[graph.position[name]] for name in "abc"}
+    assert must[graph.position["r"]] == leaves["a"] | leaves["b"]  # c only on one side
+    assert must[graph.position["t"]] == must[graph.position["s"]] == leaves["a"] | leaves["b"]
+
+
+def random_layered_egraph(seed: int):
+    """2-4 leaf classes and 3-5 classes above them, 1-3 e-nodes each with 1-3 children from
+    anywhere (cycles, commutative twins and shared parts included): the formulation's
+    connectivity row and dominance pruning must never cut off the optimum."""
+    rng = np.random.default_rng(seed)
+    leaves = [f"l{k}" for k in range(rng.integers(2, 5))]
+    inner = [f"c{k}" for k in range(rng.integers(3, 6))]
+    egraph = {leaf: [N(float(rng.integers(0, 3)))] for leaf in leaves}
+    for cls in inner:
+        egraph[cls] = []
+        for _ in range(rng.integers(1, 4)):
+            children = tuple(str(c) for c in rng.choice(leaves + inner, size=rng.integers(1, 4)))
+            egraph[cls].append(N(float(rng.integers(0, 4)), children))
+            if rng.random() < 0.3:  # a commutative twin
+                egraph[cls].append(N(egraph[cls][-1].cost, egraph[cls][-1].children[::-1]))
+    roots = [str(r) for r in rng.choice(inner, size=rng.integers(1, 3))]
+    return egraph, roots
+
+
+@pytest.mark.parametrize("seed", range(120))
+def test_random_layered_egraphs_against_brute_force(seed):
+    egraph, roots = random_layered_egraph(seed)
+    optimum = brute_force(egraph, roots)
+    if optimum is None:
+        with pytest.raises(ExtractionError):
+            ilp_extract(egraph, roots)
+        return
+    ilp = ilp_extract(egraph, roots)
+    check(egraph, roots, ilp)
+    assert ilp.cost == optimum and ilp.status == "optimal"
