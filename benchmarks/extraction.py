@@ -1,0 +1,205 @@
+"""Extraction at scale: every extractor on the same e-graphs, side by side.
+
+E-graphs: the saturated e-graphs of the zoo models under ``default() + algebraic()``
+(``node_limit=50_000``, as ``optimize()``), bigger ones (full-size Hugging Face GPT-2
+and ViT-B/16, AC sums under ``rules.algebraic()``), and extraction-gym's TENSAT
+e-graphs (``benchmarks/data/extraction_gym``). gsl_eq's e-graphs are priced with the
+roofline model, as ``optimize()`` prices them; each is built in its own process.
+
+Extractors: tree, greedy DAG, the greedy DAG as it was before persistent sets (one
+bitset over all e-nodes per candidate; kept here as the reference it must match or
+beat), and the ILP (warm-started from the greedy DAG choice, ``--ilp-time`` seconds).
+Per e-graph and extractor: time, cost, status, gap, and cost and time relative to
+the tree extractor.
+
+    python benchmarks/extraction.py [--cases zoo,big,tensat] [--ilp-time S] [--save DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import time
+from pathlib import Path
+
+import numpy as np
+from report import machine, table, write_section
+
+from gsl_eq.extract import ENodeCost, Extraction, greedy_dag_extract, ilp_extract, load_egraph, save_egraph, tree_extract
+from gsl_eq.extract.extractors import Indexed, _bottom_up, _extraction, _tree_values, dag_cost, without_gc
+
+DATA = Path(__file__).resolve().parent / "data" / "extraction_gym"
+TENSAT = ["vgg_acyclic", "resnet50_acyclic", "vgg", "resnet50", "bert_acyclic", "bert"]
+ZOO_MODELS = ["bert", "nasrnn", "resnext50", "nasnet_a", "inception_v3", "squeezenet", "vgg19", "resnet50"]
+BIG = {  # name -> (description, node limit)
+    "hf_gpt2_full": ("Hugging Face GPT-2, 12 layers, hidden 768, default() + algebraic()", 100_000),
+    "hf_vit_b16": ("Hugging Face ViT-B/16 (224 x 224), default() + algebraic()", 100_000),
+    "ac_sum12": ("a0 + ... + a11 under algebraic()", 50_000),
+    "ac_sum16": ("a0 + ... + a15 under algebraic()", 200_000),
+}
+
+
+# --- the e-graphs ----------------------------------------------------------------------------------
+
+
+def _hf_vit():
+    import torch
+    import transformers
+
+    from gsl_eq import Workload
+
+    class LastHiddenState(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, pixels):
+            return self.model(pixel_values=pixels).last_hidden_state
+
+    config = transformers.ViTConfig(attn_implementation="eager")  # ViT-B/16: 12 layers, hidden 768, 224 x 224
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = LastHiddenState(transformers.ViTModel(config, add_pooling_layer=False)).eval()
+        pixels = torch.randn(1, 3, 224, 224)
+    return Workload.from_torch(model, (pixels,))
+
+
+def _saturated(name: str) -> tuple[dict, list, dict]:
+    """Saturate one case (in a worker process) and return its priced e-graph with integer class ids."""
+    from gsl_eq import rules
+    from gsl_eq.egraph import Runner
+    from gsl_eq.extract import get_cost_model
+    from gsl_eq.extract.choose import priced, roots
+    from gsl_eq.models import ac_sum, hf_gpt2, zoo_model
+
+    library = list({r.name: r for r in [*rules.default(), *rules.algebraic()]}.values())
+    if name.startswith("ac_sum"):
+        wl, chosen, limit = ac_sum(int(name[6:])), rules.algebraic(), BIG[name][1]
+    elif name == "hf_gpt2_full":
+        wl, chosen, limit = hf_gpt2(layers=12, hidden=768, heads=12), library, BIG[name][1]
+    elif name == "hf_vit_b16":
+        wl, chosen, limit = _hf_vit(), library, BIG[name][1]
+    else:
+        wl, chosen, limit = zoo_model(name), library, 50_000
+    start = time.perf_counter()
+    runner = Runner(wl.graph, chosen, node_limit=limit, time_limit=300, params=wl.params)
+    report = runner.run()
+    snap = runner.egraph.snapshot()
+    egraph = priced(runner.egraph, snap, get_cost_model("roofline"))
+    position = {cls: k for k, cls in enumerate(egraph)}
+    plain = {position[cls]: [ENodeCost(n.cost, tuple(position[c] for c in n.children), n.op) for n in nodes]
+             for cls, nodes in egraph.items()}
+    info = {"ops": sum(1 for n in wl.graph.rpo() if n.kind.value == "call"), "stop": report.stop_reason.value,
+            "saturate": time.perf_counter() - start}
+    return plain, [position[r] for r in roots(runner, snap)], info
+
+
+def egraphs(cases: list[str]):
+    """(name, description, e-graph, roots) per case, gsl_eq's built each in a fresh process."""
+    names = []
+    if "zoo" in cases:
+        names += ZOO_MODELS
+    if "big" in cases:
+        names += list(BIG)
+    context = multiprocessing.get_context("spawn")
+    for name in names:
+        with context.Pool(1) as pool:
+            egraph, roots, info = pool.apply(_saturated, (name,))
+        description = BIG[name][0] if name in BIG else f"zoo {name}, default() + algebraic()"
+        yield name, (f"{description}: {info['ops']} ops, saturated to {info['stop']} "
+                     f"in {info['saturate']:.1f} s"), egraph, roots
+    if "tensat" in cases:
+        for name in TENSAT:
+            egraph, roots = load_egraph(DATA / f"{name}.json.gz")
+            yield f"tensat/{name}", "extraction-gym's TENSAT e-graph (costs as in the file)", egraph, roots
+
+
+# --- the reference greedy DAG ----------------------------------------------------------------------
+
+
+def _bitset_values(graph: Indexed):
+    """The greedy DAG's values before persistent sets: a term is a bitset over all e-nodes,
+    its key the sum of their costs, unpacked for every candidate (quadratic)."""
+    costs = np.asarray(graph.node_cost)
+    n_bytes = (len(costs) + 7) // 8
+
+    def combine(best, node):
+        members = 1 << node
+        for child in graph.node_children[node]:
+            members |= best[child]
+        mask = np.unpackbits(np.frombuffer(members.to_bytes(n_bytes, "little"), np.uint8), count=len(costs),
+                             bitorder="little")
+        return float(costs[mask.view(bool)].sum()), members
+
+    return combine
+
+
+def bitset_greedy_dag_extract(egraph, roots) -> Extraction:
+    start = time.perf_counter()
+    with without_gc():
+        graph = Indexed(egraph)
+        positions = graph.root_positions(roots)
+        tree = graph.choice(_bottom_up(graph, positions, _tree_values))
+        dag = graph.choice(_bottom_up(graph, positions, _bitset_values))
+    choice = min([dag, tree], key=lambda candidate: dag_cost(egraph, roots, candidate))
+    return _extraction("bitset greedy DAG", egraph, roots, choice, start, status="heuristic")
+
+
+# --- the run -----------------------------------------------------------------------------------------
+
+
+def fmt_gap(gap: float | None) -> str:
+    return "-" if gap is None else f"{gap:.2%}"
+
+
+def run(args) -> str:
+    summary, detail = [], []
+    for name, description, egraph, roots in egraphs(args.cases.split(",")):
+        enodes = sum(map(len, egraph.values()))
+        if args.save:
+            Path(args.save).mkdir(parents=True, exist_ok=True)
+            save_egraph(egraph, roots, Path(args.save) / f"{name.replace('/', '_')}.json.gz")
+        tree = tree_extract(egraph, roots)
+        greedy = greedy_dag_extract(egraph, roots)
+        reference = bitset_greedy_dag_extract(egraph, roots) if enodes <= args.bitset_limit else None
+        ilp = ilp_extract(egraph, roots, time_limit=args.ilp_time, warm_start=greedy)
+        rows = []
+        for extraction in (tree, greedy, reference, ilp):
+            if extraction is None:
+                rows.append(["bitset greedy DAG (before)", "-", "-", f"skipped above {args.bitset_limit:,} e-nodes",
+                             "-", "-", "-"])
+                continue
+            rows.append([extraction.extractor, f"{extraction.time:.3f}", f"{extraction.cost:.6g}", extraction.status,
+                         fmt_gap(extraction.gap), f"{extraction.cost / tree.cost:.4f}" if tree.cost else "-",
+                         f"{extraction.time / max(tree.time, 1e-9):.2f}"])
+        detail += [f"### {name}", f"{description}; {len(egraph):,} e-classes, {enodes:,} e-nodes.",
+                   table(["extractor", "time (s)", "cost", "status", "gap", "cost / tree", "time / tree"], rows)]
+        summary.append([name, f"{enodes:,}", f"{tree.time:.2f}", f"{greedy.time:.2f}",
+                        "-" if reference is None else f"{reference.time:.2f}",
+                        "-" if reference is None else ("equal" if math.isclose(greedy.cost, reference.cost, rel_tol=1e-9)
+                                                       else f"{greedy.cost / reference.cost:.4f}"),
+                        f"{ilp.time:.2f}", ilp.status, fmt_gap(ilp.gap), f"{ilp.cost / greedy.cost:.4f}"])
+        print(f"{name}: {enodes} e-nodes, greedy {greedy.time:.2f} s, ilp {ilp.status} in {ilp.time:.1f} s", flush=True)
+    head = [
+        f"Machine: {machine()}. ILP time limit {args.ilp_time:g} s per e-graph (warm start: the greedy DAG choice). "
+        "Costs: roofline seconds for gsl_eq's e-graphs, the file's costs for TENSAT's.",
+        table(["e-graph", "e-nodes", "tree (s)", "greedy DAG (s)", "bitset greedy, before (s)",
+               "greedy cost / before", "ILP (s)", "ILP status", "ILP gap", "ILP cost / greedy"], summary),
+    ]
+    return "\n\n".join([*head, *detail])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default="zoo,big,tensat")
+    parser.add_argument("--ilp-time", type=float, default=30.0)
+    parser.add_argument("--bitset-limit", type=int, default=150_000, help="skip the quadratic reference above this")
+    parser.add_argument("--save", help="also write every e-graph there as extraction-gym JSON")
+    args = parser.parse_args()
+    body = run(args)
+    write_section("extraction", "## Extraction at scale (benchmarks/extraction.py)\n\n" + body)
+
+
+if __name__ == "__main__":
+    main()
