@@ -343,15 +343,19 @@ def _solve(
 ) -> tuple[list[tuple[int, int]] | None, str, float | None, int]:
     """Build and solve the program, cutting off the cycles of each solution until one is
     acyclic: (the choice as (class position, e-node index) pairs, or None; status; lower
-    bound; cycle cuts added). Positions index ``list(egraph)``, so the answer crosses a process boundary."""
+    bound; cycle cuts added). Positions index ``list(egraph)``, so the answer crosses a
+    process boundary."""
     with without_gc():
         graph = Indexed(egraph)
         root_positions = graph.root_positions(roots)
         start = {graph.position[cls]: graph.class_nodes[graph.position[cls]][index] for cls, index in fallback.items()}
         program = _Program(graph, root_positions, dag_cost(egraph, roots, fallback))
+    lower_bound = None  # every round's bound holds: the rounds only add cuts
     while True:
         program.start_from(start)
-        choice, optimal, lower_bound = program.solve(deadline)
+        choice, optimal, bound = program.solve(deadline)
+        if bound is not None:
+            lower_bound = bound if lower_bound is None else max(lower_bound, bound)
         if choice is None:
             return None, "time limit", lower_bound, program.cuts
         cycles = _cycles(graph, root_positions, choice)
