@@ -84,7 +84,7 @@ def main() -> None:
     for size in SIZES:
         mod = model(size // NODES_PER_BLOCK)
         graph = from_relax(mod)
-        t_rewrite, (new_graph, fired, _) = timed(lambda: rewrite_graph(graph, rule), args.repeat)
+        t_rewrite, (new_graph, fired, _, _) = timed(lambda: rewrite_graph(graph, rule), args.repeat)
         t_e2e, _ = timed(lambda: to_relax(rewrite_graph(from_relax(mod), rule)[0]), args.repeat)
         t_dpl, new_func = timed(lambda: rewrite_call(pattern, rewriter, mod["main"]), args.repeat)
         dpl_convs = sum(1 for b in new_func.body.blocks for x in b.bindings

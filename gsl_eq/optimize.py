@@ -15,6 +15,7 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable
 from typing import Any, Callable, Sequence
 
 import tvm
@@ -27,6 +28,7 @@ from .extract import Extraction, greedy_dag_extract, ilp_extract, tree_extract
 from .frontend import Subst
 from .graph import Graph, Kind
 from .greedy.rewrite import greedy, to_workload
+from .limits import check_count, check_seconds
 from .workload import Workload
 
 MODES = ("saturate", "greedy")
@@ -163,8 +165,10 @@ def optimize(
         raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if extractor not in EXTRACTORS:
         raise ValueError(f"unknown extractor {extractor!r}; choose one of {', '.join(EXTRACTORS)}")
+    node_limit, iter_limit = check_count("node_limit", node_limit), check_count("iter_limit", iter_limit)
+    time_limit, ilp_time_limit = check_seconds("time_limit", time_limit), check_seconds("ilp_time_limit", ilp_time_limit)
     model = get_cost_model(cost)
-    rule_list = _ordered(list(library.default() if rules is None else rules), order)
+    rule_list = _ordered(_rule_list(library.default() if rules is None else rules), order)
     wl = as_workload(mod_or_workload).fold_params()
     timings = {"fold": time.perf_counter() - start}
     before = graph_cost(wl.graph, model)
@@ -172,12 +176,15 @@ def optimize(
                             [r.name for r in rule_list])
     if mode == "greedy":
         t = time.perf_counter()
-        result = greedy(wl, rule_list)
+        result = greedy(wl, rule_list, max_rounds=iter_limit, node_limit=node_limit,
+                        time_limit=max(start + time_limit - t, 1e-9))
         timings["rewrite"] = time.perf_counter() - t
         out = result.workload
         report.rules_applied = dict(result.fired)
+        report.stop_reason = result.stop_reason.value
         if not result.converged:
-            report.notes.append(f"greedy rewriting stopped after {result.rounds} rounds without converging")
+            report.notes.append(f"greedy rewriting stopped at the {result.stop_reason.value} after "
+                                f"{result.rounds} rounds ({result.passes} passes)")
     else:
         out = _saturate(wl, rule_list, model, extractor, node_limit, iter_limit, start + time_limit, time_limit,
                         ilp_time_limit, on_iteration, report)
@@ -241,6 +248,34 @@ def _extract(extractor: str, egraph: Any, root_classes: list, deadline: float, i
 
 def _calls(graph: Graph) -> int:
     return sum(1 for n in graph.rpo() if n.kind is Kind.CALL)
+
+
+def _rule_list(rules: object) -> list[Subst]:
+    """``rules`` as a list of Subst, or a TypeError that says what was passed instead."""
+    hint = ""
+    if isinstance(rules, Subst):
+        hint = ": put a single rule in a list, [rule]"
+    elif callable(rules):
+        hint = f": {getattr(rules, '__qualname__', rules)!s} is a function; call it, e.g. rules.default()"
+    elif isinstance(rules, (str, bytes, Workload, tvm.IRModule)) or not isinstance(rules, Iterable):
+        hint = ""
+    else:
+        rule_list = list(rules)
+        wrong = [(k, r) for k, r in enumerate(rule_list) if not isinstance(r, Subst)]
+        if not wrong:
+            names = [r.name for r in rule_list]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise ValueError(f"rules must have distinct names; more than one rule is named "
+                                 f"{', '.join(map(repr, twice))} (name them: Subst(source, target, name=...))")
+            return rule_list
+        k, r = wrong[0]
+        raise TypeError(f"rules must be a list of Subst; item {k} is {_describe(r)}")
+    raise TypeError(f"rules must be a list of Subst; got {_describe(rules)}{hint}")
+
+
+def _describe(value: object) -> str:
+    return f"the {type(value).__name__} {value!r}"[:200]
 
 
 def _ordered(rule_list: list[Subst], order: Sequence[int | str] | None) -> list[Subst]:

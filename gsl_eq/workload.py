@@ -35,6 +35,12 @@ class Workload:
     def __init__(self, mod: tvm.IRModule, params: Mapping[str, Any] | None = None):
         self._mod = mod
         self._graph = from_relax(mod)
+        names = [v.name for v in self._graph.inputs]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            where = "; ".join(f"{name!r} at positions {[k for k, n in enumerate(names) if n == name]}" for name in twice)
+            raise WorkloadError(f"main has several parameters with one name ({where}): inputs and parameters "
+                                "are passed by name, so each must have its own")
         declared = {v.name: v.type for v in self._graph.inputs}
         frozen: dict[str, np.ndarray] = {}
         for name, value in (params or {}).items():
@@ -72,6 +78,9 @@ class Workload:
         ``dtype`` is the dtype of floating-point parameters' values when a
         variable has none of its own.
         """
+        if isinstance(input_names, (str, bytes)):
+            raise WorkloadError(f"input_names must be a collection of variable names, not the string "
+                                f"{input_names!r} (for one input: [{input_names!r}])")
         inputs = set(input_names)
         order = _post_order(expr)
         free = [e for e in order if isinstance(e, relax.Var)]
@@ -168,12 +177,23 @@ class Workload:
 
     def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
         """Deterministic random values for every runtime input, by name: floats from U[-1, 1)
-        (data-sized, unlike parameters), integers from 0-7, booleans either way."""
+        (data-sized, unlike parameters), booleans either way, integers from 0-7 — or, for
+        an input that indexes a tensor (``take``, ``gather_elements``, ``gather_nd``,
+        directly or through reshapes and casts), from 0 to the indexed axis's size, so
+        that every index is in range."""
         rng = np.random.default_rng(seed)
         types = {v.name: v.type for v in self._graph.inputs}
-        return {name: rng.uniform(-1, 1, types[name].shape).astype(types[name].dtype)
-                if np.issubdtype(np.dtype(types[name].dtype), np.floating) else _random_of(types[name], rng)
-                for name in self.input_names}
+        bounds = _index_bounds(self._graph)
+        values = {}
+        for name in self.input_names:
+            ty = types[name]
+            if np.issubdtype(np.dtype(ty.dtype), np.floating):
+                values[name] = rng.uniform(-1, 1, ty.shape).astype(ty.dtype)
+            elif name in bounds and np.issubdtype(np.dtype(ty.dtype), np.integer):
+                values[name] = rng.integers(0, bounds[name], size=ty.shape).astype(ty.dtype)
+            else:
+                values[name] = _random_of(ty, rng)
+        return values
 
     def fold_params(self) -> "Workload":
         """Precompute every subgraph computed only from parameters and constants.
@@ -235,6 +255,42 @@ class Workload:
 
     def __repr__(self) -> str:
         return f"Workload({len(self._graph)} nodes, inputs {self.input_names}, {len(self._params)} params)"
+
+
+#: Ops whose output holds the same integers as their first input (index arrays pass through them).
+_INDEX_PRESERVING = {"relax.reshape", "relax.astype", "relax.expand_dims", "relax.squeeze", "relax.permute_dims",
+                     "relax.broadcast_to", "relax.flatten", "relax.strided_slice"}
+#: Ops that index their first input with their second.
+_INDEXING = {"relax.take", "relax.gather_elements", "relax.gather_nd"}
+
+
+def _index_bounds(graph: Graph) -> dict[str, int]:
+    """Input name -> exclusive upper bound of the values it may hold, for inputs that are
+    (or pass unchanged into) the indices of a take or gather: the smallest indexed axis."""
+    bounds: dict[str, int] = {}
+    sources: dict[Node, str] = {v: v.name for v in graph.inputs}  # node -> the input whose integers it holds
+    for node in graph.rpo():
+        if node.kind is not Kind.CALL or not node.inputs:
+            continue
+        if node.op in _INDEX_PRESERVING | _INDEXING and node.inputs[0] in sources:
+            sources[node] = sources[node.inputs[0]]  # selects some of the integers it reads
+        if len(node.inputs) < 2 or node.inputs[1] not in sources or not isinstance(node.inputs[0].type, TensorType):
+            continue
+        shape = node.inputs[0].type.shape
+        axis = node.attrs.get("axis")
+        if node.op == "relax.take":
+            size = math.prod(shape) if axis is None else shape[int(axis)]  # no axis: a vector
+        elif node.op == "relax.gather_elements":
+            size = shape[int(axis or 0)]
+        elif node.op == "relax.gather_nd":
+            depth = node.inputs[1].type.shape[-1] if isinstance(node.inputs[1].type, TensorType) else 1
+            batch = int(node.attrs.get("batch_dims") or 0)
+            size = min(shape[batch:batch + depth], default=1)
+        else:
+            continue
+        name = sources[node.inputs[1]]
+        bounds[name] = min(bounds.get(name, size), max(int(size), 1))
+    return bounds
 
 
 def random_array(ty: Any, rng: np.random.Generator, dtype: str = "float32") -> np.ndarray:

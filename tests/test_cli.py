@@ -12,7 +12,7 @@ def test_demo_optimizes_both_models_in_both_modes_with_a_numeric_check(capsys):
     out = capsys.readouterr().out
     for name in ("bert_encoder", "inception_network"):
         assert out.count(name) == 2
-    assert out.count("greedy") >= 2 and out.count("saturated") == 2
+    assert out.count("greedy") >= 2 and out.count("saturated") == 4  # both modes ran out of rewrites, both models
 
 
 def test_optimize_writes_a_module_tvm_parses_back_and_a_json_report(tmp_path, capsys):

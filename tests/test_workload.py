@@ -10,6 +10,7 @@ from tvm import relax
 from gsl_eq import WorkloadError
 from gsl_eq.graph import Graph, Kind, Node
 from gsl_eq.models import diamond_conv, resnet_bottleneck
+from gsl_eq.models.blocks import var
 from gsl_eq import Workload
 
 R = relax.op
@@ -177,3 +178,48 @@ def test_scalar_parameters_run():
     assert wl.params["s"].shape == ()
     inputs = wl.random_inputs()
     np.testing.assert_allclose(wl(**inputs), inputs["x"] * wl.params["s"], rtol=1e-6)
+
+
+def test_duplicate_parameter_names_are_refused():
+    x1 = var("x", 2, 3)
+    x2 = var("x", 4)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x1, x2]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.sum(x1) + relax.op.sum(x2))
+        bb.emit_func_output(out)
+    with pytest.raises(WorkloadError, match=r"several parameters with one name \('x' at positions \[0, 1\]\)"):
+        Workload(bb.get())
+
+
+def test_input_names_must_not_be_a_string():
+    x1 = var("x1", 2, 3)
+    with pytest.raises(WorkloadError, match=r"not the string 'x1' \(for one input: \['x1'\]\)"):
+        Workload.from_expr(relax.op.nn.relu(x1), input_names="x1")
+    assert Workload.from_expr(relax.op.nn.relu(x1), input_names=["x1"]).input_names == ["x1"]
+
+
+def test_random_integer_inputs_stay_in_range_for_what_they_index():
+    x = var("x", 5, 4)
+    ids = var("ids", 1, 300, dtype="int64")  # token ids for a 5-row embedding, through a reshape
+    where = var("where", 5, 40, dtype="int32")  # gather along an axis of 4, through a take
+    flat = var("flat", 50, dtype="int64")  # take without an axis, from a vector of 20
+    other = var("other", 6, dtype="int64")  # indexes nothing: 0-7
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, ids, where, flat, other]):
+        with bb.dataflow():
+            rows = bb.emit(relax.op.take(x, relax.op.reshape(ids, (300,)), axis=0))
+            picked = bb.emit(relax.op.take(where, relax.const(np.arange(4, dtype="int64")), axis=1))
+            gathered = bb.emit(relax.op.gather_elements(x, picked, axis=1))
+            out = bb.emit_output(relax.Tuple([rows, gathered, relax.op.take(relax.op.reshape(x, (20,)), flat), other + other]))
+        bb.emit_func_output(out)
+    wl = Workload(bb.get())
+    inputs = wl.random_inputs(seed=1)
+    assert inputs["ids"].max() == 4 and inputs["ids"].min() == 0 and inputs["ids"].dtype == np.int64
+    assert inputs["where"].max() == 3 and inputs["flat"].max() >= 5 and inputs["flat"].max() <= 19
+    assert inputs["other"].max() <= 7
+    rows, gathered, flat_taken, _ = wl(**inputs)
+    x_value = inputs["x"]
+    np.testing.assert_array_equal(rows, x_value[inputs["ids"].reshape(-1)])  # in range: numpy agrees
+    np.testing.assert_array_equal(gathered, np.take_along_axis(x_value, inputs["where"][:, :4], axis=1))
+    np.testing.assert_array_equal(flat_taken, x_value.reshape(-1)[inputs["flat"]])

@@ -26,23 +26,16 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Callable, Collection, Sequence
 
 from egglog import bindings as egg
 
 from ..frontend import Subst
 from ..graph import Graph
+from ..limits import StopReason, check_count, check_seconds
 from .compile import MAX_VARIADIC, Query, Rulesets, compile_rule
 from .egraph import BUCKETS, SPAN, EGraph, int_literal
 from .scheduler import Scheduler
-
-
-class StopReason(str, Enum):
-    SATURATED = "saturated"
-    NODE_LIMIT = "node limit"
-    ITERATION_LIMIT = "iteration limit"
-    TIME_LIMIT = "time limit"
 
 
 @dataclass
@@ -157,7 +150,8 @@ class Runner:
             rulesets = Rulesets.of_rule(k)
             self.egraph.run("\n".join([rulesets.declarations(), *(q.program(rulesets) for q in queries)]))
             self.queries.append(queries)
-        self.node_limit, self.iter_limit, self.time_limit = node_limit, iter_limit, time_limit
+        self.node_limit, self.iter_limit = check_count("node_limit", node_limit), check_count("iter_limit", iter_limit)
+        self.time_limit = check_seconds("time_limit", time_limit)
         self.extraction_reserve = extraction_reserve
         self.scheduler = Scheduler([any(q.multi_output for q in qs) for qs in self.queries],
                                    match_limit, multi_match_limit, ban_length)

@@ -12,6 +12,8 @@ expressions worth memoizing.
 
 from __future__ import annotations
 
+import collections
+
 from typing import TYPE_CHECKING, Any, Sequence
 
 from . import attr as A
@@ -36,11 +38,13 @@ class Subst:
     source: PatternGraph
     target: PatternGraph
     memoizable: frozenset[A.AttrExpr]
+    _built_at: collections.Counter[str] = collections.Counter()  # unnamed rules per source line
 
     def __init__(self, src: Pattern | Sequence[Pattern], tgt: Pattern | Sequence[Pattern], name: str | None = None):
         self.loc: Loc = user_location()
-        #: A name for reports; defaults to the file:line that built the rule.
-        self.name: str = name or f"{self.loc.filename.rsplit('/', 1)[-1]}:{self.loc.lineno}"
+        #: A name for reports; defaults to the file:line that built the rule, with ``#k`` for
+        #: the k-th rule built there (a loop or a helper function builds several on one line).
+        self.name: str = name or self._default_name()
         src_outputs, tgt_outputs = _outputs(src, "source", self.loc), _outputs(tgt, "target", self.loc)
         check.check_outputs(src_outputs, tgt_outputs, self.loc)
         self.source = PatternGraph(src_outputs)
@@ -83,6 +87,12 @@ class Subst:
         from ..greedy import rewrite  # the executor is chosen at run time; the language does not depend on it
 
         return rewrite(wl, self, fold_params=fold_params)[0]
+
+    def _default_name(self) -> str:
+        line = f"{self.loc.filename.rsplit('/', 1)[-1]}:{self.loc.lineno}"
+        Subst._built_at[line] += 1
+        count = Subst._built_at[line]
+        return line if count == 1 else f"{line}#{count}"
 
     def __repr__(self) -> str:
         return f"<Subst {len(self.source)} source / {len(self.target)} target patterns @ {self.loc}>"

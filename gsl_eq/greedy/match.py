@@ -103,7 +103,7 @@ class Matcher:
                 continue
             m = self.match_at(node, first)
             if m is not None and accept(m):
-                self.consumed.update(n for p, n in _all_nodes(m) if p not in self.inputs)
+                self.consumed.update(n for p, n in matched_nodes(m) if p not in self.inputs)
                 yield m
 
     def _first_output(self) -> Pattern:
@@ -210,7 +210,7 @@ class Matcher:
     def _closed(self) -> bool:
         """Condition 4 of f: inner nodes have no successor outside the match, and are not returned."""
         outputs = set(self.m.outputs)
-        for p, node in _all_nodes(self.m):
+        for p, node in matched_nodes(self.m):
             if p in self.inputs or node in outputs:
                 continue
             if node in self.graph_outputs or any(s not in self.m.used for s in self.succ.get(node, ())):
@@ -327,7 +327,8 @@ def same_value(actual: np.ndarray, expected: np.ndarray) -> bool:
     return actual.shape == np.shape(expected) and bool(np.all(actual == expected))
 
 
-def _all_nodes(m: Match) -> Iterator[tuple[Pattern, Node]]:
+def matched_nodes(m: Match) -> Iterator[tuple[Pattern, Node]]:
+    """Every (source pattern, node) pair of a match, variadic instances included."""
     yield from m.nodes.items()
     for runs in m.instances.values():
         for instance in runs:

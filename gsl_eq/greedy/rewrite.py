@@ -13,6 +13,7 @@ them all at once (:meth:`Graph.replace`); passes repeat until none matches.
 
 from __future__ import annotations
 
+import time
 from collections import ChainMap
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -25,8 +26,9 @@ from ..frontend.errors import EvaluationError
 from ..frontend.evaluation import Env, Memo, evaluate, node_of
 from ..frontend.pat import Call, Cond, Const, GetItem, Instance, Match as MatchPattern, Pattern, Tuple, Variadic
 from ..graph import Graph, Node
+from ..limits import StopReason, check_count, check_seconds
 from ..workload import Workload
-from .match import Match, Matcher, Scope
+from .match import Match, Matcher, Scope, matched_nodes
 
 DEFAULT_MAX_PASSES = 64
 
@@ -127,37 +129,75 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def rewrite_once(graph: Graph, rule: Subst) -> tuple[Graph, int]:
-    """One pass: replace every non-overlapping match of ``rule``; returns the graph and the count."""
+class _Stop(Exception):
+    """A limit ended the pass: the matches taken so far are applied."""
+
+
+def rewrite_once(
+    graph: Graph, rule: Subst, room: int | None = None, deadline: float | None = None
+) -> tuple[Graph, int, StopReason | None]:
+    """One pass: replace every non-overlapping match of ``rule``.
+
+    ``room`` caps how many nodes the pass may add to the graph (target nodes built
+    minus matched nodes replaced; a match that adds none is always taken);
+    ``deadline`` (a ``time.perf_counter()`` value) ends it. The matches taken before
+    either is reached are applied. Returns the graph, the count, and the limit that
+    ended the pass early (None if none did).
+    """
     mapping: dict[Node, Node] = {}
+    inputs = frozenset(rule.source.inputs)
+    added = 0
 
     def accept(m: Match) -> bool:
+        nonlocal added
+        if deadline is not None and time.perf_counter() > deadline:
+            raise _Stop(StopReason.TIME_LIMIT)
+        builder = TargetBuilder(rule, m)
         try:
-            targets = TargetBuilder(rule, m).outputs()
+            targets = builder.outputs()
         except (RewriteError, EvaluationError, TypeError, KeyError, IndexError, ValueError):
             return False
         if len(targets) != len(m.outputs) or any(t.type != s.type for s, t in zip(m.outputs, targets)):
             return False
+        growth = len(builder.built) - len({node for p, node in matched_nodes(m) if p not in inputs})
+        if room is not None and growth > 0 and added + growth > room:
+            raise _Stop(StopReason.NODE_LIMIT)
+        added += growth
         mapping.update(zip(m.outputs, targets))
         return True
 
-    count = sum(1 for _ in Matcher(rule, graph).matches(accept))
-    return (graph.replace(mapping) if mapping else graph), count
+    count, stopped = 0, None
+    try:
+        for _ in Matcher(rule, graph).matches(accept):
+            count += 1
+    except _Stop as stop:
+        stopped = stop.args[0]
+    return (graph.replace(mapping) if mapping else graph), count, stopped
 
 
-def rewrite_graph(graph: Graph, rule: Subst, max_passes: int = DEFAULT_MAX_PASSES) -> tuple[Graph, int, bool]:
-    """Apply ``rule`` until no match is left (or ``max_passes`` passes).
+def rewrite_graph(
+    graph: Graph, rule: Subst, max_passes: int = DEFAULT_MAX_PASSES, node_limit: int | None = None,
+    deadline: float | None = None,
+) -> tuple[Graph, int, int, StopReason]:
+    """Apply ``rule`` pass after pass until no match is left, or a limit: ``max_passes``
+    passes (iteration limit), a graph of ``node_limit`` nodes, ``deadline`` (a
+    ``time.perf_counter()`` value).
 
-    Returns the graph, how many times the rule fired, and whether it stopped
-    because nothing matched any more.
+    Returns the graph, how many times the rule fired, the passes run, and why it
+    stopped (``saturated``: nothing matched any more).
     """
     total = 0
-    for _ in range(max_passes):
-        graph, count = rewrite_once(graph, rule)
-        if not count:
-            return graph, total, True
+    for passes in range(max_passes):
+        if deadline is not None and time.perf_counter() > deadline:
+            return graph, total, passes, StopReason.TIME_LIMIT
+        room = None if node_limit is None else node_limit - len(graph)
+        graph, count, stopped = rewrite_once(graph, rule, room, deadline)
         total += count
-    return graph, total, False
+        if stopped is not None:
+            return graph, total, passes + 1, stopped
+        if not count:
+            return graph, total, passes + 1, StopReason.SATURATED
+    return graph, total, max_passes, StopReason.ITERATION_LIMIT
 
 
 def to_workload(graph: Graph, wl: Workload, fold_params: bool) -> Workload:
@@ -170,7 +210,7 @@ def to_workload(graph: Graph, wl: Workload, fold_params: bool) -> Workload:
 
 def rewrite(wl: Workload, rule: Subst, fold_params: bool = True, max_passes: int = DEFAULT_MAX_PASSES) -> tuple[Workload, int]:
     """Apply one rule until no match is left; returns the new workload and how often it fired."""
-    graph, count, _ = rewrite_graph(wl.graph, rule, max_passes)
+    graph, count, _, _ = rewrite_graph(wl.graph, rule, max_passes)
     if not count:
         return (wl.fold_params() if fold_params else wl), 0
     return to_workload(graph, wl, fold_params), count
@@ -178,36 +218,69 @@ def rewrite(wl: Workload, rule: Subst, fold_params: bool = True, max_passes: int
 
 @dataclass
 class GreedyResult:
-    """What :func:`greedy` did: the workload, rule firings by name, rounds, and whether it converged."""
+    """What :func:`greedy` did: the workload, rule firings by name, rounds, passes, and why it stopped."""
 
     workload: Workload
     fired: dict[str, int] = field(default_factory=dict)
     rounds: int = 0
-    converged: bool = True
+    passes: int = 0
+    stop_reason: StopReason = StopReason.SATURATED
+
+    @property
+    def converged(self) -> bool:
+        """Whether no rule matched any more (rather than a limit stopping it)."""
+        return self.stop_reason is StopReason.SATURATED
 
 
 def greedy(
-    wl: Workload, rules: Sequence[Subst], fold_params: bool = True, max_rounds: int = 16, max_passes: int = DEFAULT_MAX_PASSES
+    wl: Workload,
+    rules: Sequence[Subst],
+    fold_params: bool = True,
+    max_rounds: int = 16,
+    max_passes: int = DEFAULT_MAX_PASSES,
+    node_limit: int | None = None,
+    time_limit: float | None = None,
 ) -> GreedyResult:
-    """Apply ``rules`` in order, each until it no longer matches, repeating the sequence until
-    nothing changes (at most ``max_rounds`` times).
+    """Apply ``rules`` in order, each until it no longer matches, repeating the sequence (a
+    round) until nothing changes.
 
     With ``fold_params`` the parameters are folded after every rule that fired, as a
     sequence of ``subst(wl)`` calls would, so a rule can match the parameters
     another rule computed.
+
+    The limits are saturate mode's: at most ``max_rounds`` rounds (iteration limit; a
+    rule runs at most ``max_passes`` passes a round, then the next rule has its turn);
+    a pass never grows the graph past ``node_limit`` nodes (it applies the matches
+    that fit, then greedy stops); no pass starts and no match is taken after
+    ``time_limit`` seconds (parameters are still folded after the last rule).
+    ``stop_reason`` says which limit stopped it, or ``saturated`` when no rule
+    matched any more::
+
+        result = greedy(wl, [expanding_rule], node_limit=10_000, time_limit=5)
+        result.stop_reason   # StopReason.NODE_LIMIT
     """
-    fired = {rule.name: 0 for rule in rules}
-    rounds, converged = 0, False
-    while rounds < max_rounds:
-        rounds += 1
+    max_rounds, max_passes = check_count("max_rounds", max_rounds), check_count("max_passes", max_passes)
+    node_limit = None if node_limit is None else check_count("node_limit", node_limit)
+    deadline = None if time_limit is None else time.perf_counter() + check_seconds("time_limit", time_limit)
+    result = GreedyResult(wl, {rule.name: 0 for rule in rules})
+    reason = None
+    while reason is None:
+        if result.rounds == max_rounds:
+            reason = StopReason.ITERATION_LIMIT
+            break
+        result.rounds += 1
         changed = False
         for rule in rules:
-            graph, count, _ = rewrite_graph(wl.graph, rule, max_passes)
+            graph, count, passes, stopped = rewrite_graph(result.workload.graph, rule, max_passes, node_limit, deadline)
+            result.passes += passes
             if count:
-                wl = to_workload(graph, wl, fold_params)
-                fired[rule.name] += count
+                result.workload = to_workload(graph, result.workload, fold_params)
+                result.fired[rule.name] += count
                 changed = True
-        if not changed:
-            converged = True
-            break
-    return GreedyResult(wl, fired, rounds, converged)
+            if stopped in (StopReason.NODE_LIMIT, StopReason.TIME_LIMIT):
+                reason = stopped
+                break
+        if reason is None and not changed:
+            reason = StopReason.SATURATED
+    result.stop_reason = reason
+    return result

@@ -1,0 +1,44 @@
+"""The limits every optimizer honours, and why a run stopped.
+
+Saturate mode (:class:`~gsl_eq.egraph.Runner`) and greedy mode
+(:func:`~gsl_eq.greedy.greedy`) take the same three limits — a size in nodes, a
+number of iterations (greedy: passes), seconds of wall time — and report which one
+stopped them, or that they ran out of rewrites.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from numbers import Integral, Real
+
+from .errors import GslEqError
+
+
+class StopReason(str, Enum):
+    SATURATED = "saturated"
+    NODE_LIMIT = "node limit"
+    ITERATION_LIMIT = "iteration limit"
+    TIME_LIMIT = "time limit"
+
+
+class LimitError(GslEqError, ValueError):
+    """A limit that is not a positive number of the right kind."""
+
+
+def check_count(name: str, value: object) -> int:
+    """``value`` if it is a positive integer (node and iteration limits), else a LimitError naming it."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise LimitError(f"{name} must be a positive integer; got {_shown(value)}")
+    return int(value)
+
+
+def check_seconds(name: str, value: object) -> float:
+    """``value`` if it is a positive, finite number of seconds, else a LimitError naming it."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not (0 < value < math.inf):
+        raise LimitError(f"{name} must be a positive, finite number of seconds; got {_shown(value)}")
+    return float(value)
+
+
+def _shown(value: object) -> str:
+    return f"the {type(value).__name__} {value!r}"

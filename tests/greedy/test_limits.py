@@ -1,0 +1,117 @@
+"""Greedy mode honours the limits saturate mode does, and says which one stopped it."""
+
+import time
+
+import pytest
+from tvm import relax
+
+from gsl_eq import Subst, Workload, op, optimize, pat
+from gsl_eq.greedy import greedy
+from gsl_eq.limits import LimitError, StopReason
+from gsl_eq.models.blocks import var
+
+
+def relu_chain(n: int = 4) -> Workload:
+    x = var("x", 2, 8)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            h = x
+            for _ in range(n):
+                h = bb.emit(relax.op.nn.relu(h))
+            out = bb.emit_output(h)
+        bb.emit_func_output(out)
+    return Workload(bb.get())
+
+
+def doubling() -> Subst:
+    """relu(x) -> relu(relu(x)): every pass doubles the relus, it never stops matching."""
+    x = pat.Wildcard()
+    return Subst(op.ReLU(x), op.ReLU(op.ReLU(x)), name="doubling")
+
+
+def relus(wl: Workload) -> int:
+    return wl.graph.op_counts()["relax.nn.relu"]
+
+
+def test_an_expanding_rule_stops_at_the_node_limit_without_passing_it():
+    wl = relu_chain()
+    result = greedy(wl, [doubling()], node_limit=1_000, fold_params=False)
+    assert result.stop_reason is StopReason.NODE_LIMIT and not result.converged
+    assert 500 < len(result.workload.graph) <= 1_000  # the last pass applied the matches that fit
+    assert relus(wl) == 4  # the input is untouched
+
+
+def test_an_expanding_rule_stops_at_the_time_limit():
+    start = time.perf_counter()
+    result = greedy(relu_chain(), [doubling()], time_limit=0.5, max_passes=10**6, fold_params=False)
+    assert time.perf_counter() - start < 5  # one pass past the limit at most, and a graph of that size
+    assert result.stop_reason is StopReason.TIME_LIMIT and result.passes >= 2
+
+
+def test_an_expanding_rule_stops_at_the_round_limit():
+    result = greedy(relu_chain(), [doubling()], max_rounds=2, max_passes=3, fold_params=False)
+    assert result.stop_reason is StopReason.ITERATION_LIMIT
+    assert (result.rounds, result.passes) == (2, 6)
+    assert relus(result.workload) == 4 * 2**6
+
+
+def test_a_rule_that_runs_out_of_matches_saturates():
+    x = pat.Wildcard()
+    twice = Subst(op.ReLU(op.ReLU(x)), op.ReLU(x), name="relu_idempotent")
+    result = greedy(relu_chain(), [twice], node_limit=100, time_limit=30)
+    assert result.stop_reason is StopReason.SATURATED and result.converged
+    assert relus(result.workload) == 1
+
+
+def test_a_shrinking_rule_applies_above_the_node_limit():
+    x = pat.Wildcard()
+    twice = Subst(op.ReLU(op.ReLU(x)), op.ReLU(x), name="relu_idempotent")
+    result = greedy(relu_chain(40), [twice], node_limit=5)
+    assert result.stop_reason is StopReason.SATURATED and relus(result.workload) == 1
+
+
+def commuting() -> Subst:
+    """x + y -> y + x: sound, and matches forever (every pass swaps every addition back)."""
+    x, y = pat.Wildcard(), pat.Wildcard()
+    return Subst(x + y, y + x, name="commuting")
+
+
+def sum_chain(n: int = 20) -> Workload:
+    xs = [var(f"a{k}", 2, 8) for k in range(n)]
+    bb = relax.BlockBuilder()
+    with bb.function("main", xs):
+        with bb.dataflow():
+            h = xs[0]
+            for v in xs[1:]:
+                h = bb.emit(relax.op.add(h, v))
+            out = bb.emit_output(h)
+        bb.emit_func_output(out)
+    return Workload(bb.get())
+
+
+@pytest.mark.parametrize("rule, build, limits, reason", [
+    (doubling, relu_chain, dict(node_limit=2_000, iter_limit=30, time_limit=60), "node limit"),
+    (commuting, sum_chain, dict(node_limit=10**9, iter_limit=2, time_limit=60), "iteration limit"),
+    (commuting, sum_chain, dict(node_limit=10**9, iter_limit=10**6, time_limit=1.0), "time limit"),
+])
+def test_optimize_in_greedy_mode_stops_at_each_limit(rule, build, limits, reason):
+    wl = build()
+    before = wl.mod.script()
+    start = time.perf_counter()
+    result = optimize(wl, [rule()], mode="greedy", **limits)
+    assert time.perf_counter() - start < 1.5 * limits["time_limit"] + 5
+    assert result.report.stop_reason == reason
+    assert any(reason in note for note in result.report.notes)
+    assert wl.mod.script() == before
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(node_limit=0), "node_limit must be a positive integer; got the int 0"),
+    (dict(max_rounds=1.5), "max_rounds must be a positive integer; got the float 1.5"),
+    (dict(time_limit=float("nan")), "time_limit must be a positive, finite number of seconds; got the float nan"),
+    (dict(time_limit="10"), "time_limit must be a positive, finite number of seconds; got the str '10'"),
+])
+def test_bad_limits_are_refused(kwargs, message):
+    with pytest.raises(LimitError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        greedy(relu_chain(), [doubling()], **kwargs)

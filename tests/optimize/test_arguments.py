@@ -1,0 +1,68 @@
+"""optimize() says clearly what is wrong with its arguments, before doing anything."""
+
+import pytest
+
+from gsl_eq import GslEqError, Subst, op, optimize, pat, rules
+from gsl_eq.limits import LimitError
+from gsl_eq.models import diamond_conv
+
+
+@pytest.fixture(scope="module")
+def wl():
+    return diamond_conv()
+
+
+@pytest.mark.parametrize("bad, message", [
+    (rules.default, r"got the function .*default.*: .*default is a function; call it, e\.g\. rules\.default\(\)"),
+    ("default", r"rules must be a list of Subst; got the str 'default'"),
+    ([None], r"rules must be a list of Subst; item 0 is the NoneType None"),
+    (42, r"rules must be a list of Subst; got the int 42"),
+])
+def test_the_rules_argument_is_checked(wl, bad, message):
+    with pytest.raises(TypeError, match=message):
+        optimize(wl, bad)
+
+
+def test_a_single_rule_or_a_workload_as_rules(wl):
+    rule = rules.default()[0]
+    with pytest.raises(TypeError, match=r"got the Subst .*: put a single rule in a list, \[rule\]"):
+        optimize(wl, rule)
+    with pytest.raises(TypeError, match=r"rules must be a list of Subst; got the Workload"):
+        optimize(wl, wl)
+
+
+@pytest.mark.parametrize("limits, message", [
+    (dict(node_limit=0), "node_limit must be a positive integer; got the int 0"),
+    (dict(node_limit=-1), "node_limit must be a positive integer; got the int -1"),
+    (dict(node_limit=1.5), "node_limit must be a positive integer; got the float 1.5"),
+    (dict(iter_limit=True), "iter_limit must be a positive integer; got the bool True"),
+    (dict(time_limit="10"), "time_limit must be a positive, finite number of seconds; got the str '10'"),
+    (dict(time_limit=-1.0), "time_limit must be a positive, finite number of seconds; got the float -1.0"),
+    (dict(time_limit=float("nan")), "time_limit must be a positive, finite number of seconds; got the float nan"),
+    (dict(ilp_time_limit=float("inf")), "ilp_time_limit must be a positive, finite number of seconds; got the float inf"),
+])
+@pytest.mark.parametrize("mode", ["saturate", "greedy"])
+def test_limits_are_validated(wl, limits, message, mode):
+    with pytest.raises(LimitError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        optimize(wl, rules.default(), mode=mode, **limits)
+    assert issubclass(LimitError, GslEqError) and issubclass(LimitError, ValueError)
+
+
+def make_rule():
+    x = pat.Wildcard()
+    return Subst(op.ReLU(op.ReLU(x)), op.ReLU(x))
+
+
+def test_rules_built_on_one_line_get_distinct_names(wl):
+    first, second = make_rule(), make_rule()  # same file:line inside make_rule
+    assert first.name != second.name and second.name.startswith(first.name.split("#")[0])
+    result = optimize(wl, [first, second], mode="greedy", order=[second.name, first.name])
+    assert set(result.report.rules_applied) == {first.name, second.name}
+
+
+def test_two_rules_with_one_explicit_name_are_refused(wl):
+    x = pat.Wildcard()
+    a = Subst(op.ReLU(op.ReLU(x)), op.ReLU(x), name="twice")
+    b = Subst(op.Sigmoid(op.Sigmoid(x)), op.Sigmoid(x), name="twice")
+    with pytest.raises(ValueError, match=r"rules must have distinct names; more than one rule is named 'twice'"):
+        optimize(wl, [a, b])
