@@ -5,10 +5,10 @@ from .frontend import GSLError, Subst, attr, op, pat, spec
 from .graph import Graph, from_relax, to_relax
 from .optimize import OptimizeReport, OptimizeResult, optimize
 from .orderings import OrderingComparison, compare_orderings
-from .workload import Workload
+from .workload import FoldWarning, Unfolded, Workload
 
 __all__ = [
-    "GSLError", "GslEqError", "Graph", "OptimizeReport", "OptimizeResult", "OrderingComparison", "Subst",
-    "UnsupportedModuleError", "Workload", "WorkloadError",
+    "FoldWarning", "GSLError", "GslEqError", "Graph", "OptimizeReport", "OptimizeResult", "OrderingComparison", "Subst",
+    "Unfolded", "UnsupportedModuleError", "Workload", "WorkloadError",
     "attr", "compare_orderings", "from_relax", "op", "optimize", "pat", "spec", "to_relax",
 ]

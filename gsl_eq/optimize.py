@@ -11,9 +11,11 @@ parameters only is done once, before deployment, and costs nothing.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from collections.abc import Iterable
 from typing import Any, Callable, Sequence
@@ -29,7 +31,7 @@ from .frontend import Subst
 from .graph import Graph, Kind
 from .greedy.rewrite import greedy, to_workload
 from .limits import check_count, check_seconds
-from .workload import Workload
+from .workload import FoldWarning, Workload
 
 MODES = ("saturate", "greedy")
 EXTRACTORS = ("ilp", "greedy", "tree", "egglog")
@@ -131,6 +133,19 @@ def as_workload(mod_or_workload: Workload | tvm.IRModule) -> Workload:
     raise TypeError(f"optimize takes a gsl_eq.Workload or a tvm.IRModule, not {type(mod_or_workload).__name__}")
 
 
+def _folding_in_the_report(function: Callable[..., OptimizeResult]) -> Callable[..., OptimizeResult]:
+    """What fold_params cannot fold goes into the report's notes, not into warnings."""
+
+    @functools.wraps(function)
+    def wrapped(*args: Any, **kwargs: Any) -> OptimizeResult:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FoldWarning)
+            return function(*args, **kwargs)
+
+    return wrapped
+
+
+@_folding_in_the_report
 def optimize(
     mod_or_workload: Workload | tvm.IRModule,
     rules: Sequence[Subst] | None = None,
@@ -174,6 +189,7 @@ def optimize(
     before = graph_cost(wl.graph, model)
     report = OptimizeReport(mode, model.name, before, before, _calls(wl.graph), _calls(wl.graph), timings,
                             [r.name for r in rule_list])
+    report.notes += [f"input: {unfolded} (TVM cannot build it; it stays a computation)" for unfolded in wl.unfolded]
     if mode == "greedy":
         t = time.perf_counter()
         result = greedy(wl, rule_list, max_rounds=iter_limit, node_limit=node_limit,
@@ -194,6 +210,8 @@ def optimize(
         report.notes.append(f"the result cost {report.cost_after:.6g} is not below the input's {before:.6g}: "
                             "the input is returned")
         out, report.cost_after, report.calls_after = wl, before, report.calls_before
+    report.notes += [f"result: {unfolded} (TVM cannot build it; it stays a computation)"
+                     for unfolded in out.unfolded if unfolded not in wl.unfolded]
     timings["total"] = time.perf_counter() - start
     return OptimizeResult(out, report)
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Sequence
@@ -29,8 +31,27 @@ from .errors import WorkloadError
 from .graph import Graph, Kind, Node, TensorType, from_relax, to_relax
 
 
+class FoldWarning(UserWarning):
+    """Some parameter-only computations could not be folded: TVM cannot build them."""
+
+
+@dataclass(frozen=True)
+class Unfolded:
+    """A parameter-only computation left in the graph because TVM cannot build it."""
+
+    op: str
+    output: str  # its output type
+    reason: str  # the first line of TVM's error
+
+    def __str__(self) -> str:
+        return f"{self.op} -> {self.output} not folded: {self.reason}"
+
+
 class Workload:
     """A Relax module and its parameters: what gsl_eq loads, rewrites, runs and compares."""
+
+    #: The parameter-only computations :meth:`fold_params` had to leave in the graph.
+    unfolded: tuple[Unfolded, ...] = ()
 
     def __init__(self, mod: tvm.IRModule, params: Mapping[str, Any] | None = None):
         self._mod = mod
@@ -201,6 +222,11 @@ class Workload:
         Each maximal such subgraph feeding the rest of the graph becomes a new
         parameter ``v_param_<k>`` whose value TVM computes; parameters no longer
         read are dropped (GSL's parameter folding).
+
+        Folding never fails on what TVM cannot build: a computation it cannot
+        compile stays in the graph (its buildable inputs are folded instead), and
+        the result's :attr:`unfolded` says which and why; a :class:`FoldWarning` is
+        issued too.
         """
         graph = self._graph
         folded = _foldable(graph, set(self._params))
@@ -208,11 +234,11 @@ class Workload:
         if not frontier:
             return self
         used_params = [v for v in graph.inputs if v.name in self._params]
-        values = Workload(to_relax(Graph(used_params, frontier, returns_tuple=True)), self._params)()
+        values, unfolded = _Folder(self, used_params).fold(frontier)
         taken = {v.name for v in graph.inputs}
         new_vars, new_params = {}, dict(self._params)
         counter = 0
-        for node, value in zip(frontier, values):
+        for node, value in values.items():
             counter += 1
             while f"v_param_{counter}" in taken:
                 counter += 1
@@ -223,7 +249,11 @@ class Workload:
         reachable = set(rewritten.rpo())
         inputs = [v for v in graph.inputs if v.name not in self._params or v in reachable]
         inputs += [v for v in new_vars.values() if v in reachable]
-        return Workload.from_graph(Graph(inputs, rewritten.outputs, rewritten.returns_tuple), new_params)
+        result = Workload.from_graph(Graph(inputs, rewritten.outputs, rewritten.returns_tuple), new_params)
+        result.unfolded = tuple(dict.fromkeys([*self.unfolded, *unfolded]))
+        if unfolded:
+            warnings.warn(FoldWarning("; ".join(map(str, unfolded))), stacklevel=2)
+        return result
 
     def visualize(self, path: str | Path) -> Path:
         """Draw the graph with graphviz.
@@ -255,6 +285,52 @@ class Workload:
 
     def __repr__(self) -> str:
         return f"Workload({len(self._graph)} nodes, inputs {self.input_names}, {len(self._params)} params)"
+
+
+class _Folder:
+    """Computes the values of parameter-only nodes, and finds what TVM cannot build.
+
+    All at once first; when that fails, the batch is halved until the nodes that fail
+    alone are found (a few builds for one bad node among many); a node that fails is
+    left unfolded and its own parameter-only inputs are folded in its place.
+    """
+
+    def __init__(self, wl: "Workload", params: list[Node]):
+        self.wl, self.params = wl, params
+        self.values: dict[Node, np.ndarray] = {}
+        self.unfolded: list[Unfolded] = []
+
+    def fold(self, frontier: list[Node]) -> tuple[dict[Node, np.ndarray], list[Unfolded]]:
+        self._batch(frontier)
+        return self.values, self.unfolded
+
+    def _build(self, nodes: list[Node]) -> list[np.ndarray]:
+        reads = {v for v in Graph(self.params, nodes).rpo() if v.kind is Kind.VAR}
+        params = [v for v in self.params if v in reads]
+        module = to_relax(Graph(params, nodes, returns_tuple=True))
+        return list(Workload(module, {v.name: self.wl.params[v.name] for v in params})())
+
+    def _batch(self, nodes: list[Node]) -> None:
+        nodes = [n for n in nodes if n not in self.values]
+        if not nodes:
+            return
+        try:
+            self.values.update(zip(nodes, self._build(nodes)))
+        except Exception as error:  # noqa: BLE001 - TVM raises many kinds; each node is retried below
+            if len(nodes) > 1:
+                half = len(nodes) // 2
+                self._batch(nodes[:half])
+                self._batch(nodes[half:])
+            else:
+                self._unbuildable(nodes[0], error)
+
+    def _unbuildable(self, node: Node, error: Exception) -> None:
+        inputs = [n for n in node.inputs if _becomes_param(n)]
+        before = len(self.unfolded)
+        self._batch(inputs)
+        if len(self.unfolded) == before:  # its inputs fold: the node's own op is at fault
+            reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+            self.unfolded.append(Unfolded(node.op or node.kind.value, str(node.type), reason[:300]))
 
 
 #: Ops whose output holds the same integers as their first input (index arrays pass through them).

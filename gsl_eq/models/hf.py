@@ -98,23 +98,51 @@ def hf_bert(layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 64, s
 
 
 def hf_gpt2_module(
-    layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 64, seed: int = 0
+    layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 64, seed: int = 0, ids_only: bool = False
 ) -> tuple[Any, tuple[Any, ...]]:
     """The PyTorch model behind :func:`hf_gpt2` and an example input: ``(module, (input_ids,))``."""
     _, transformers = _torch()
     config = transformers.GPT2Config(
         n_layer=layers, n_embd=hidden, n_head=heads, use_cache=False, attn_implementation="eager"
     )
-    # An explicit all-ones attention mask: without one, transformers looks for packed
-    # sequences in the position ids with a cumsum over booleans, which TVM imports as a
-    # boolean cumsum that its LLVM code generator cannot compile.
-    return _wrap(lambda: transformers.GPT2Model(config), seq, config.vocab_size, seed, full_mask=True)
+    return _wrap(lambda: transformers.GPT2Model(config), seq, config.vocab_size, seed, full_mask=not ids_only)
 
 
-def hf_gpt2(layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 64, seed: int = 0) -> Workload:
+def hf_gpt2(
+    layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 64, seed: int = 0, ids_only: bool = False
+) -> Workload:
     """Hugging Face ``GPT2Model`` (Radford et al. 2019), random weights: ``layers`` pre-norm causal decoder
     layers of width ``hidden``, ``heads`` heads, fused QKV projection (one matmul, then split), feed-forward
     4 * hidden with tanh-GELU, GPT-2's 50257-token vocabulary and 1024 positions.
     Input ``input_ids`` (1, seq) int64; output the (1, seq, hidden) last hidden state.
+
+    By default the model is called with an all-ones attention mask. With ``ids_only`` it is
+    called the usual way, ``model(input_ids=...)``: transformers then looks for packed
+    sequences with a cumsum over booleans, which TVM's LLVM code generator cannot
+    compile, so part of the parameter-only graph cannot be folded (see
+    :attr:`Workload.unfolded`) and the module cannot be built as it is.
     """
-    return _import(*hf_gpt2_module(layers, hidden, heads, seq, seed))
+    return _import(*hf_gpt2_module(layers, hidden, heads, seq, seed, ids_only))
+
+
+def hf_llama_module(
+    layers: int = 2, hidden: int = 128, heads: int = 4, seq: int = 32, seed: int = 0
+) -> tuple[Any, tuple[Any, ...]]:
+    """The PyTorch model behind :func:`hf_llama` and an example input: ``(module, (input_ids,))``."""
+    _, transformers = _torch()
+    config = transformers.LlamaConfig(
+        num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads, num_key_value_heads=heads,
+        intermediate_size=int(hidden * 8 / 3) // 8 * 8, vocab_size=1000, max_position_embeddings=max(seq, 128),
+        use_cache=False, attn_implementation="eager",
+    )
+    return _wrap(lambda: transformers.LlamaModel(config), seq, config.vocab_size, seed)
+
+
+def hf_llama(layers: int = 2, hidden: int = 128, heads: int = 4, seq: int = 32, seed: int = 0) -> Workload:
+    """Hugging Face ``LlamaModel`` (Touvron et al. 2023), random weights, called with ids only
+    (``model(input_ids=...)``): ``layers`` pre-norm decoder layers of width ``hidden`` with RMSNorm,
+    rotary position embeddings, ``heads`` heads and a SwiGLU feed-forward; a 1000-token vocabulary.
+    Input ``input_ids`` (1, seq) int64; output the (1, seq, hidden) last hidden state. Like
+    :func:`hf_gpt2` with ``ids_only``, its parameter-only graph holds a boolean cumsum TVM cannot build.
+    """
+    return _import(*hf_llama_module(layers, hidden, heads, seq, seed))

@@ -10,7 +10,8 @@ the groups return lists of rules in the order a greedy run should try them
 
 Groups: :func:`structure` (ops undoing each other, tuple forwarding),
 :func:`fusion` (merging convs, matmuls, element-wise ops, bias adds),
-:func:`lowering` (norms to arithmetic), :func:`default` (a safe inference
+:func:`lowering` (norms to arithmetic), :func:`legalize` (what TVM cannot compile
+into what it can), :func:`default` (a safe inference
 pipeline), :func:`algebraic` (identities for saturate mode), :func:`ring`
 (commutativity, associativity and distributivity of add and multiply, both ways:
 a stress test for saturation limits), :func:`all` (every rule once),
@@ -48,6 +49,7 @@ from .conv import (
     parallel_group_conv_variadic,
     two_conv_add,
 )
+from .legalize import bool_cumsum, bool_equal
 from .elementwise import bias_add_add, merge_element_wise, merge_element_wise_variadic
 from .matmul import parallel_matmul, parallel_matmul_variadic
 from .norm import conv_batch_norm, lower_batch_norm, lower_layer_norm
@@ -66,9 +68,9 @@ __all__ = [
     "element_wise_over_concat", "matmul_associative", "matmul_distributes_left", "matmul_distributes_right",
     "matmul_factor_left", "mul_associative", "mul_associative_left", "mul_commutative", "mul_distributes",
     "mul_factors", "ring",
-    "TVM_PASSES", "all", "bias_add_add", "conv_batch_norm", "conv_mul", "conv_shortcut_add", "default",
+    "TVM_PASSES", "all", "bias_add_add", "bool_cumsum", "bool_equal", "conv_batch_norm", "conv_mul", "conv_shortcut_add", "default",
     "diamond_conv_add", "dispatch_tuple", "fusion", "identity_reshape", "lower_batch_norm", "lower_layer_norm",
-    "lowering", "merge_element_wise", "merge_element_wise_variadic", "parallel_conv", "parallel_conv_expand_kernels",
+    "legalize", "lowering", "merge_element_wise", "merge_element_wise_variadic", "parallel_conv", "parallel_conv_expand_kernels",
     "parallel_conv_variadic", "parallel_group_conv_variadic", "parallel_matmul", "parallel_matmul_bias_variadic",
     "parallel_matmul_variadic", "reshape_reshape", "split_concat", "split_concat_variadic", "structure",
     "transpose_transpose", "tvm_equivalents", "two_conv_add",
@@ -91,15 +93,21 @@ def fusion() -> list[Subst]:
     ]
 
 
+def legalize() -> list[Subst]:
+    """Rules rewriting what TVM cannot compile into an equal computation it can."""
+    return [bool_cumsum(), bool_equal()]
+
+
 def lowering() -> list[Subst]:
     """Rules lowering normalization ops to element-wise arithmetic."""
     return [lower_batch_norm(), lower_layer_norm()]
 
 
 def default() -> list[Subst]:
-    """A safe inference pipeline: structural clean-up, batch norms folded or lowered, and fusions
-    that never add work (no activation copies, no zero-padded kernels)."""
+    """A safe inference pipeline: legalization, structural clean-up, batch norms folded or lowered,
+    and fusions that never add work (no activation copies, no zero-padded kernels)."""
     return [
+        *legalize(),
         *structure(),
         conv_batch_norm(), lower_batch_norm(), conv_mul(), bias_add_add(), diamond_conv_add(), conv_shortcut_add(),
         parallel_conv_variadic(), parallel_matmul_bias_variadic(), parallel_matmul_variadic(),
@@ -110,7 +118,7 @@ def default() -> list[Subst]:
 def all() -> list[Subst]:  # noqa: A001  (rules.all(), as the groups are named)
     """Every rule of the library once, but the algebraic identities (greedily, the symmetric
     ones would never stop; saturate mode takes them with :func:`algebraic`)."""
-    return [*structure(), *fusion(), *lowering()]
+    return [*legalize(), *structure(), *fusion(), *lowering()]
 
 
 def tvm_equivalents() -> list[Subst]:
