@@ -24,6 +24,10 @@ def assert_same_outputs(a: Workload, b: Workload, rtol: float = 1e-5, atol: floa
         np.testing.assert_allclose(v, u, rtol=rtol, atol=atol)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--fuzz-long", action="store_true", help="run the differential fuzzer on 1000 random graphs")
+
+
 @pytest.fixture
 def same_outputs():
     return assert_same_outputs

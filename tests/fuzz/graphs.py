@@ -1,0 +1,213 @@
+"""A hypothesis strategy for random Relax graphs from the op mix the rule library touches.
+
+A graph grows from one NCHW image and one matrix input: each step applies a random op
+to tensors already built (convolutions with varied strides, padding, groups and
+dilation, bias adds and broadcasting, element-wise ops, concat and split, reshape and
+transpose chains, batch and layer norms, 2-D and batched matmuls, expand_dims),
+sometimes reusing a weight. The newest tensor of each kind, and sometimes another, are the outputs. Every weight is a
+parameter with a random value (``Workload.from_expr``). Hypothesis shrinks a failure to
+the fewest steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+from tvm import relax
+
+from gsl_eq import Workload
+from gsl_eq.models.blocks import var
+
+CHANNELS, SIZE, ROWS, COLS = 4, 6, 4, 8
+
+
+@dataclass
+class Tensor:
+    expr: relax.Expr
+    shape: tuple[int, ...]
+
+
+class Builder:
+    """The graph being drawn: tensors built so far, weights to share, fresh names."""
+
+    def __init__(self, draw):
+        self.draw = draw
+        self.images = [Tensor(var("x", 1, CHANNELS, SIZE, SIZE), (1, CHANNELS, SIZE, SIZE))]
+        self.matrices = [Tensor(var("m", ROWS, COLS), (ROWS, COLS))]
+        self.weights: dict[tuple[int, ...], list[relax.Var]] = {}
+        self.count = 0
+        self.last_conv: dict = {}
+
+    def weight(self, *shape: int) -> relax.Var:
+        shared = self.weights.setdefault(shape, [])
+        if shared and self.draw(st.booleans()):
+            return self.draw(st.sampled_from(shared))
+        self.count += 1
+        shared.append(var(f"w{self.count}", *shape))
+        return shared[-1]
+
+    def pick(self, pool: list[Tensor]) -> Tensor:
+        """Mostly one of the newest tensors, so that graphs grow deep as well as wide."""
+        if len(pool) > 2 and self.draw(st.booleans()):
+            return self.draw(st.sampled_from(pool[-2:]))
+        return self.draw(st.sampled_from(pool))
+
+    # --- image ops ---------------------------------------------------------------------------
+
+    def conv(self, x: Tensor | None = None, same_as: dict | None = None) -> Tensor | None:
+        """A random convolution (or one with ``same_as``'s attributes, another weight)."""
+        x = x or self.pick(self.images)
+        c = x.shape[1]
+        if same_as is not None:
+            y = relax.op.nn.conv2d(x.expr, self.weight(*same_as["weight"]), **same_as["attrs"])
+            self.images.append(Tensor(y, same_as["shape"]))
+            return self.images[-1]
+        k = self.draw(st.sampled_from([1, 3]))
+        groups = self.draw(st.sampled_from([1, c] if c > 1 else [1]))
+        out = self.draw(st.sampled_from([c, 2 * c] if groups == c else [2, c, 2 * c]))
+        stride = self.draw(st.sampled_from([1, 1, 2]))
+        dilation = self.draw(st.sampled_from([1, 1, 2])) if k == 3 else 1
+        padding = self.draw(st.sampled_from([0, dilation])) if k == 3 else 0
+        span = dilation * (k - 1) + 1
+        size = (x.shape[2] + 2 * padding - span) // stride + 1
+        if size < 1:
+            return
+        attrs = dict(strides=stride, padding=padding, dilation=dilation, groups=groups)
+        y = relax.op.nn.conv2d(x.expr, self.weight(out, c // groups, k, k), **attrs)
+        self.images.append(Tensor(y, (1, out, size, size)))
+        self.last_conv = {"weight": (out, c // groups, k, k), "attrs": attrs, "shape": (1, out, size, size)}
+        return self.images[-1]
+
+    def parallel_convs(self) -> None:
+        """Two convolutions of one input with the same attributes, added or concatenated."""
+        x = self.pick(self.images)
+        first = self.conv(x)
+        if first is None:
+            return
+        second = self.conv(x, same_as=self.last_conv)
+        if self.draw(st.booleans()):
+            self.images.append(Tensor(relax.op.add(first.expr, second.expr), first.shape))
+        else:
+            shape = (1, 2 * first.shape[1], *first.shape[2:])
+            self.images.append(Tensor(relax.op.concat([first.expr, second.expr], axis=1), shape))
+
+    def conv_then(self) -> None:
+        """A convolution followed by a batch norm, a per-channel scale or a bias add."""
+        y = self.conv()
+        if y is None:
+            return
+        c = y.shape[1]
+        then = self.draw(st.sampled_from(["batch_norm", "scale", "bias"]))
+        if then == "batch_norm":
+            bn = relax.op.nn.batch_norm(y.expr, self.weight(c), self.weight(c), self.weight(c), self.weight(c), axis=1,
+                                        training=False)
+            self.images.append(Tensor(relax.TupleGetItem(bn, 0), y.shape))
+        else:
+            op = relax.op.multiply if then == "scale" else relax.op.add
+            self.images.append(Tensor(op(y.expr, self.weight(c, 1, 1)), y.shape))
+
+    def parallel_matmuls(self) -> None:
+        """Two or three matmuls of one 2-D input with weights of one shape."""
+        a = self.pick([t for t in self.matrices if len(t.shape) == 2])
+        n = self.draw(st.sampled_from([COLS, ROWS]))
+        for _ in range(self.draw(st.integers(2, 3))):
+            self.matrices.append(Tensor(relax.op.matmul(a.expr, self.weight(a.shape[1], n)), (a.shape[0], n)))
+
+    def bias_add(self) -> None:
+        x = self.pick(self.images)
+        b = self.weight(x.shape[1], 1, 1)
+        self.images.append(Tensor(relax.op.add(x.expr, b), x.shape))
+
+    def element_wise(self) -> None:
+        pool = self.draw(st.sampled_from([self.images, self.matrices]))
+        x = self.pick(pool)
+        kind = self.draw(st.sampled_from(["relu", "sigmoid", "add", "multiply", "subtract", "scale"]))
+        if kind in ("relu", "sigmoid"):
+            y = getattr(relax.op.nn if kind == "relu" else relax.op, kind)(x.expr)
+        elif kind == "scale":
+            y = relax.op.multiply(x.expr, self.weight(1))
+        else:
+            same = [t for t in pool if t.shape == x.shape]
+            y = getattr(relax.op, kind)(x.expr, self.pick(same).expr)
+        pool.append(Tensor(y, x.shape))
+
+    def concat_split(self) -> None:
+        x = self.pick(self.images)
+        same = [t for t in self.images if t.shape == x.shape]
+        both = relax.op.concat([x.expr, self.pick(same).expr], axis=1)
+        shape = (1, 2 * x.shape[1], *x.shape[2:])
+        if self.draw(st.booleans()):
+            self.images.append(Tensor(both, shape))
+            return
+        parts = relax.op.split(both, 2, axis=1)
+        self.images.append(Tensor(relax.TupleGetItem(parts, self.draw(st.sampled_from([0, 1]))), x.shape))
+
+    def norm(self) -> None:
+        x = self.pick(self.images)
+        c = x.shape[1]
+        if self.draw(st.booleans()):
+            bn = relax.op.nn.batch_norm(x.expr, self.weight(c), self.weight(c), self.weight(c), self.weight(c), axis=1,
+                                        training=False)
+            self.images.append(Tensor(relax.TupleGetItem(bn, 0), x.shape))
+        else:
+            m = self.pick(self.matrices)
+            n = m.shape[-1]
+            y = relax.op.nn.layer_norm(m.expr, self.weight(n), self.weight(n), axes=[-1])
+            self.matrices.append(Tensor(y, m.shape))
+
+    # --- matrix ops -----------------------------------------------------------------------------
+
+    def matmul(self) -> None:
+        a = self.pick(self.matrices)
+        if len(a.shape) == 2:
+            n = self.draw(st.sampled_from([COLS, ROWS]))
+            w = self.weight(a.shape[1], n)
+            self.matrices.append(Tensor(relax.op.matmul(a.expr, w), (a.shape[0], n)))
+        else:  # batched: (b, r, c) @ (b, c, c)
+            w = self.weight(a.shape[0], a.shape[2], a.shape[2])
+            self.matrices.append(Tensor(relax.op.matmul(a.expr, w), a.shape))
+
+    def reshape_chain(self) -> None:
+        a = self.pick(self.matrices)
+        if len(a.shape) == 2 and a.shape[1] % 2 == 0:
+            shape = (2, a.shape[0], a.shape[1] // 2)
+            y = relax.op.permute_dims(relax.op.reshape(a.expr, (a.shape[0], 2, a.shape[1] // 2)), [1, 0, 2])
+            self.matrices.append(Tensor(y, shape))
+        elif len(a.shape) == 3:  # back to 2-D
+            y = relax.op.reshape(relax.op.permute_dims(a.expr, [1, 0, 2]), (a.shape[1], a.shape[0] * a.shape[2]))
+            self.matrices.append(Tensor(y, (a.shape[1], a.shape[0] * a.shape[2])))
+        else:
+            y = relax.op.squeeze(relax.op.expand_dims(a.expr, 0), [0])
+            self.matrices.append(Tensor(y, a.shape))
+
+    def transpose_twice(self) -> None:
+        a = self.pick([t for t in self.matrices if len(t.shape) == 2])
+        y = relax.op.permute_dims(relax.op.permute_dims(a.expr, [1, 0]), [1, 0])
+        self.matrices.append(Tensor(y, a.shape))
+
+    STEPS = ("conv", "bias_add", "element_wise", "concat_split", "norm", "matmul", "reshape_chain", "transpose_twice",
+             "parallel_convs", "conv_then", "parallel_matmuls")
+
+
+@st.composite
+def workloads(draw, max_steps: int = 10) -> Workload:
+    """A random workload: inputs ``x`` (an image) and ``m`` (a matrix), random weights."""
+    builder = Builder(draw)
+    for step in draw(st.lists(st.sampled_from(Builder.STEPS), min_size=2, max_size=max_steps)):
+        getattr(builder, step)()
+    # the newest tensor of each kind (the deepest), and maybe one more: multiple outputs, shared parts
+    newest = [pool[-1] for pool in (builder.images, builder.matrices) if len(pool) > 1] or [builder.images[0]]
+    others = [t for t in builder.images[1:] + builder.matrices[1:] if t not in newest]
+    if others and draw(st.booleans()):
+        newest.append(draw(st.sampled_from(others)))
+    exprs = [t.expr for t in newest]
+    expr = exprs[0] if len(exprs) == 1 else relax.Tuple(exprs)
+    names = [name for name in ("x", "m") if _reads(expr, name)]
+    if not names:  # outputs on weights alone: keep an input so the workload has one
+        expr, names = relax.Tuple([expr, builder.images[0].expr]), ["x"]
+    return Workload.from_expr(expr, names, seed=draw(st.integers(0, 2**16)))
+
+
+def _reads(expr: relax.Expr, name: str) -> bool:
+    return any(v.name == name for v in relax.analysis.free_vars(expr))
