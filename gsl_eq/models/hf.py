@@ -146,3 +146,77 @@ def hf_llama(layers: int = 2, hidden: int = 128, heads: int = 4, seq: int = 32, 
     :func:`hf_gpt2` with ``ids_only``, its parameter-only graph holds a boolean cumsum TVM cannot build.
     """
     return _import(*hf_llama_module(layers, hidden, heads, seq, seed))
+
+
+class _Output:
+    """Wraps a Hugging Face model: keyword inputs in, its last hidden state out."""
+
+    @staticmethod
+    @functools.cache
+    def module_class() -> type:
+        torch, _ = _torch()
+
+        class LastHiddenStateOf(torch.nn.Module):
+            def __init__(self, model: Any, keyword: str):
+                super().__init__()
+                self.model, self.keyword = model, keyword
+
+            def forward(self, inputs: Any) -> Any:
+                return self.model(**{self.keyword: inputs}).last_hidden_state
+
+        return LastHiddenStateOf
+
+
+def _encoders() -> dict[str, tuple[Any, str, Any]]:
+    """name -> (model maker, input keyword, example input maker), small configurations."""
+    torch, t = _torch()
+    ids = lambda vocab: (lambda: torch.randint(0, vocab, (1, 16), dtype=torch.int64))  # noqa: E731
+    return {
+        "distilbert": (lambda: t.DistilBertModel(t.DistilBertConfig(
+            n_layers=2, dim=64, n_heads=4, hidden_dim=128, vocab_size=1000, attn_implementation="eager")),
+            "input_ids", ids(1000)),
+        "t5_encoder": (lambda: t.T5EncoderModel(t.T5Config(
+            num_layers=2, d_model=64, d_kv=16, num_heads=4, d_ff=128, vocab_size=1000)),
+            "input_ids", ids(1000)),
+        "vit": (lambda: t.ViTModel(t.ViTConfig(
+            num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128, image_size=32,
+            patch_size=8, attn_implementation="eager"), add_pooling_layer=False),
+            "pixel_values", lambda: torch.randn(1, 3, 32, 32)),
+        "whisper_encoder": (lambda: t.WhisperModel(t.WhisperConfig(
+            encoder_layers=2, decoder_layers=1, d_model=64, encoder_attention_heads=4, decoder_attention_heads=4,
+            encoder_ffn_dim=128, decoder_ffn_dim=128, num_mel_bins=16, max_source_positions=32,
+            attn_implementation="eager")).get_encoder(),
+            "input_features", lambda: torch.randn(1, 16, 64)),
+        "wav2vec2": (lambda: t.Wav2Vec2Model(t.Wav2Vec2Config(
+            num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
+            conv_dim=(32, 32), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+            num_conv_pos_embedding_groups=4, attn_implementation="eager")),
+            "input_values", lambda: torch.randn(1, 800)),
+    }
+
+
+HF_ENCODERS = ("distilbert", "t5_encoder", "vit", "whisper_encoder", "wav2vec2")
+"""The names :func:`hf_encoder` builds."""
+
+
+def hf_encoder_module(name: str, seed: int = 0) -> tuple[Any, tuple[Any, ...]]:
+    """The PyTorch model behind :func:`hf_encoder` and an example input: ``(module, (input,))``."""
+    torch, _ = _torch()
+    encoders = _encoders()
+    if name not in encoders:
+        raise WorkloadError(f"unknown Hugging Face encoder {name!r}; choose one of {', '.join(HF_ENCODERS)}")
+    make_model, keyword, make_input = encoders[name]
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = make_model()
+        example = make_input()
+    return _Output.module_class()(model, keyword).eval(), (example,)
+
+
+def hf_encoder(name: str, seed: int = 0) -> Workload:
+    """A small Hugging Face encoder with random weights, called the usual way, its last hidden
+    state out: ``"distilbert"``, ``"t5_encoder"`` (token ids), ``"vit"`` (a 32 x 32 image),
+    ``"whisper_encoder"`` (16 mel bins x 64 frames), ``"wav2vec2"`` (800 audio samples).
+    Two layers of width 64 each: for tests that every architecture imports and optimizes.
+    """
+    return _import(*hf_encoder_module(name, seed))
