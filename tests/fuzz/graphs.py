@@ -1,6 +1,7 @@
 """A hypothesis strategy for random Relax graphs from the op mix the rule library touches.
 
-A graph grows from one NCHW image and one matrix input: each step applies a random op
+A graph grows from an NCHW image and three matrix inputs (float32, float16, int32):
+each step applies a random op
 to tensors already built (convolutions with varied strides, padding, groups and
 dilation, bias adds and broadcasting, element-wise ops, concat and split, reshape and
 transpose chains, batch and layer norms, 2-D and batched matmuls, expand_dims),
@@ -35,17 +36,22 @@ class Builder:
         self.draw = draw
         self.images = [Tensor(var("x", 1, CHANNELS, SIZE, SIZE), (1, CHANNELS, SIZE, SIZE))]
         self.matrices = [Tensor(var("m", ROWS, COLS), (ROWS, COLS))]
-        self.weights: dict[tuple[int, ...], list[relax.Var]] = {}
+        self.halves = [Tensor(var("h", ROWS, COLS, dtype="float16"), (ROWS, COLS))]
+        self.ints = [Tensor(var("n", ROWS, COLS, dtype="int32"), (ROWS, COLS))]
+        self.weights: dict[tuple, list[relax.Var]] = {}
         self.count = 0
         self.last_conv: dict = {}
 
-    def weight(self, *shape: int) -> relax.Var:
-        shared = self.weights.setdefault(shape, [])
+    def weight(self, *shape: int, dtype: str = "float32") -> relax.Var:
+        shared = self.weights.setdefault((shape, dtype), [])
         if shared and self.draw(st.booleans()):
             return self.draw(st.sampled_from(shared))
         self.count += 1
-        shared.append(var(f"w{self.count}", *shape))
+        shared.append(var(f"w{self.count}", *shape, dtype=dtype))
         return shared[-1]
+
+    def dtype(self, pool: list[Tensor]) -> str:
+        return "float16" if pool is self.halves else "int32" if pool is self.ints else "float32"
 
     def pick(self, pool: list[Tensor]) -> Tensor:
         """Mostly one of the newest tensors, so that graphs grow deep as well as wide."""
@@ -120,13 +126,14 @@ class Builder:
         self.images.append(Tensor(relax.op.add(x.expr, b), x.shape))
 
     def element_wise(self) -> None:
-        pool = self.draw(st.sampled_from([self.images, self.matrices]))
+        pool = self.draw(st.sampled_from([self.images, self.matrices, self.halves, self.ints]))
         x = self.pick(pool)
-        kind = self.draw(st.sampled_from(["relu", "sigmoid", "add", "multiply", "subtract", "scale"]))
+        arithmetic = ["add", "multiply", "subtract", "scale"]
+        kind = self.draw(st.sampled_from(arithmetic if pool is self.ints else ["relu", "sigmoid", *arithmetic]))
         if kind in ("relu", "sigmoid"):
             y = getattr(relax.op.nn if kind == "relu" else relax.op, kind)(x.expr)
         elif kind == "scale":
-            y = relax.op.multiply(x.expr, self.weight(1))
+            y = relax.op.multiply(x.expr, self.weight(1, dtype=self.dtype(pool)))
         else:
             same = [t for t in pool if t.shape == x.shape]
             y = getattr(relax.op, kind)(x.expr, self.pick(same).expr)
@@ -159,14 +166,16 @@ class Builder:
     # --- matrix ops -----------------------------------------------------------------------------
 
     def matmul(self) -> None:
-        a = self.pick(self.matrices)
+        pool = self.draw(st.sampled_from([self.matrices, self.halves]))
+        a = self.pick(pool)
+        dtype = self.dtype(pool)
         if len(a.shape) == 2:
             n = self.draw(st.sampled_from([COLS, ROWS]))
-            w = self.weight(a.shape[1], n)
-            self.matrices.append(Tensor(relax.op.matmul(a.expr, w), (a.shape[0], n)))
+            w = self.weight(a.shape[1], n, dtype=dtype)
+            pool.append(Tensor(relax.op.matmul(a.expr, w), (a.shape[0], n)))
         else:  # batched: (b, r, c) @ (b, c, c)
-            w = self.weight(a.shape[0], a.shape[2], a.shape[2])
-            self.matrices.append(Tensor(relax.op.matmul(a.expr, w), a.shape))
+            w = self.weight(a.shape[0], a.shape[2], a.shape[2], dtype=dtype)
+            pool.append(Tensor(relax.op.matmul(a.expr, w), a.shape))
 
     def reshape_chain(self) -> None:
         a = self.pick(self.matrices)
@@ -182,9 +191,10 @@ class Builder:
             self.matrices.append(Tensor(y, a.shape))
 
     def transpose_twice(self) -> None:
-        a = self.pick([t for t in self.matrices if len(t.shape) == 2])
+        pool = self.draw(st.sampled_from([self.matrices, self.halves, self.ints]))
+        a = self.pick([t for t in pool if len(t.shape) == 2])
         y = relax.op.permute_dims(relax.op.permute_dims(a.expr, [1, 0]), [1, 0])
-        self.matrices.append(Tensor(y, a.shape))
+        pool.append(Tensor(y, a.shape))
 
     STEPS = ("conv", "bias_add", "element_wise", "concat_split", "norm", "matmul", "reshape_chain", "transpose_twice",
              "parallel_convs", "conv_then", "parallel_matmuls")
@@ -192,18 +202,20 @@ class Builder:
 
 @st.composite
 def workloads(draw, max_steps: int = 10) -> Workload:
-    """A random workload: inputs ``x`` (an image) and ``m`` (a matrix), random weights."""
+    """A random workload: inputs among ``x`` (an image), ``m``, ``h`` and ``n`` (float32, float16 and
+    int32 matrices), random weights."""
     builder = Builder(draw)
     for step in draw(st.lists(st.sampled_from(Builder.STEPS), min_size=2, max_size=max_steps)):
         getattr(builder, step)()
     # the newest tensor of each kind (the deepest), and maybe one more: multiple outputs, shared parts
-    newest = [pool[-1] for pool in (builder.images, builder.matrices) if len(pool) > 1] or [builder.images[0]]
-    others = [t for t in builder.images[1:] + builder.matrices[1:] if t not in newest]
+    pools = (builder.images, builder.matrices, builder.halves, builder.ints)
+    newest = [pool[-1] for pool in pools if len(pool) > 1] or [builder.images[0]]
+    others = [t for pool in pools for t in pool[1:] if t not in newest]
     if others and draw(st.booleans()):
         newest.append(draw(st.sampled_from(others)))
     exprs = [t.expr for t in newest]
     expr = exprs[0] if len(exprs) == 1 else relax.Tuple(exprs)
-    names = [name for name in ("x", "m") if _reads(expr, name)]
+    names = [name for name in ("x", "m", "h", "n") if _reads(expr, name)]
     if not names:  # outputs on weights alone: keep an input so the workload has one
         expr, names = relax.Tuple([expr, builder.images[0].expr]), ["x"]
     return Workload.from_expr(expr, names, seed=draw(st.integers(0, 2**16)))
