@@ -159,8 +159,18 @@ class Workload:
         return [v.name for v in self._graph.inputs if v.name not in self._params]
 
     def build(self, target: str = "llvm") -> "Workload":
-        """Compile the module with TVM for ``target`` (CPU); returns self for chaining."""
-        executable = relax.build(self._mod, target=target)
+        """Compile the module with TVM for ``target`` (CPU); returns self for chaining.
+
+        Raises WorkloadError, naming TVM's reason, when TVM cannot compile the module
+        (see :attr:`unfolded` and :func:`gsl_eq.rules.legalize`).
+        """
+        try:
+            executable = relax.build(self._mod, target=target)
+        except Exception as error:  # noqa: BLE001 - TVM raises several kinds; the cause is chained
+            reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+            hint = f" ({'; '.join(map(str, self.unfolded))})" if self.unfolded else ""
+            raise WorkloadError(f"TVM cannot build this module{hint}: {reason[:300]}. Rewriting what it cannot "
+                                "compile into an equal computation may help: rules.legalize()") from error
         self._vm = relax.VirtualMachine(executable, tvm.cpu())
         return self
 

@@ -7,7 +7,7 @@ import pytest
 import tvm
 
 from gsl_eq import optimize, rules
-from gsl_eq.models import HF_ENCODERS, hf_encoder, hf_encoder_module, zoo_model
+from gsl_eq.models import HF_ENCODERS, hf_bert, hf_encoder, hf_encoder_module, hf_gpt2, zoo_model
 from tests.models.test_zoo import SMALL
 from tests.conftest import assert_same_outputs
 
@@ -48,5 +48,17 @@ def test_every_zoo_model_optimizes_with_equal_outputs(name, mode):
     result = optimize(wl, chosen, mode=mode, node_limit=20_000, time_limit=60)
     assert tvm.relax.analysis.check_well_formed(result.mod)
     assert result.report.cost_after <= result.report.cost_before
+    assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-4)
+    assert wl.mod.script() == before
+
+
+@pytest.mark.parametrize("mode", ["greedy", "saturate"])
+@pytest.mark.parametrize("build", [hf_bert, hf_gpt2], ids=["bert", "gpt2"])
+def test_hf_bert_and_gpt2_optimize_with_equal_outputs(build, mode):
+    wl = build(layers=2, hidden=64, heads=4, seq=16)
+    before = wl.mod.script()
+    chosen = rules.default() if mode == "greedy" else [*rules.default(), *rules.algebraic()]
+    result = optimize(wl, chosen, mode=mode, node_limit=20_000, time_limit=60)
+    assert tvm.relax.analysis.check_well_formed(result.mod)
     assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-4)
     assert wl.mod.script() == before
