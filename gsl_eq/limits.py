@@ -15,6 +15,10 @@ from numbers import Integral, Real
 from .errors import GslEqError
 
 
+#: The size both modes stop growing at unless told otherwise (e-nodes, or graph nodes in greedy mode).
+DEFAULT_NODE_LIMIT = 50_000
+
+
 class StopReason(str, Enum):
     SATURATED = "saturated"
     NODE_LIMIT = "node limit"

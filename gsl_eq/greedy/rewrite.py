@@ -26,7 +26,7 @@ from ..frontend.errors import EvaluationError
 from ..frontend.evaluation import Env, Memo, evaluate, node_of
 from ..frontend.pat import Call, Cond, Const, GetItem, Instance, Match as MatchPattern, Pattern, Tuple, Variadic
 from ..graph import Graph, Node
-from ..limits import StopReason, check_count, check_seconds
+from ..limits import DEFAULT_NODE_LIMIT, StopReason, check_count, check_seconds
 from ..workload import Workload
 from .match import Match, Matcher, Scope, matched_nodes
 
@@ -208,9 +208,13 @@ def to_workload(graph: Graph, wl: Workload, fold_params: bool) -> Workload:
     return result.fold_params() if fold_params else result
 
 
-def rewrite(wl: Workload, rule: Subst, fold_params: bool = True, max_passes: int = DEFAULT_MAX_PASSES) -> tuple[Workload, int]:
-    """Apply one rule until no match is left; returns the new workload and how often it fired."""
-    graph, count, _, _ = rewrite_graph(wl.graph, rule, max_passes)
+def rewrite(
+    wl: Workload, rule: Subst, fold_params: bool = True, max_passes: int = DEFAULT_MAX_PASSES,
+    node_limit: int = DEFAULT_NODE_LIMIT,
+) -> tuple[Workload, int]:
+    """Apply one rule until no match is left (at most ``max_passes`` passes, never growing the
+    graph past ``node_limit`` nodes); returns the new workload and how often it fired."""
+    graph, count, _, _ = rewrite_graph(wl.graph, rule, max_passes, node_limit)
     if not count:
         return (wl.fold_params() if fold_params else wl), 0
     return to_workload(graph, wl, fold_params), count
@@ -238,7 +242,7 @@ def greedy(
     fold_params: bool = True,
     max_rounds: int = 16,
     max_passes: int = DEFAULT_MAX_PASSES,
-    node_limit: int | None = None,
+    node_limit: int | None = DEFAULT_NODE_LIMIT,
     time_limit: float | None = None,
 ) -> GreedyResult:
     """Apply ``rules`` in order, each until it no longer matches, repeating the sequence (a

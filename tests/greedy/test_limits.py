@@ -115,3 +115,11 @@ def test_optimize_in_greedy_mode_stops_at_each_limit(rule, build, limits, reason
 def test_bad_limits_are_refused(kwargs, message):
     with pytest.raises(LimitError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
         greedy(relu_chain(), [doubling()], **kwargs)
+
+
+def test_without_limits_given_an_expanding_rule_still_stops():
+    wl = relu_chain()
+    result = greedy(wl, [doubling()], fold_params=False)  # the default node limit
+    assert result.stop_reason is StopReason.NODE_LIMIT and len(result.workload.graph) <= 50_000
+    new = doubling()(wl)  # a rule called on a workload: the same bound
+    assert 25_000 < len(new.graph) <= 50_000
