@@ -170,7 +170,8 @@ class Indexed:
     e-node ``n``; ``class_nodes[c]`` is the range of class ``c``'s e-nodes and
     ``parents[c]`` the e-nodes that have ``c`` as a child, twins left out (``twin[n]``:
     an earlier e-node of the class has the same cost and child classes). Raises
-    ExtractionError for a child e-class that is not in the e-graph.
+    ExtractionError for a
+    child e-class that is not in the e-graph.
     """
 
     def __init__(self, egraph: ExtractGraph):
