@@ -168,9 +168,7 @@ class Indexed:
     ``node_class[n]``, ``node_index[n]`` (its position in its class), ``node_cost[n]`` and
     ``node_children[n]`` (its distinct child classes, first occurrence order) describe
     e-node ``n``; ``class_nodes[c]`` is the range of class ``c``'s e-nodes and
-    ``parents[c]`` the e-nodes that have ``c`` as a child, twins left out (``twin[n]``:
-    an earlier e-node of the class has the same cost and child classes). Raises
-    ExtractionError for a
+    ``parents[c]`` the e-nodes that have ``c`` as a child. Raises ExtractionError for a
     child e-class that is not in the e-graph.
     """
 
@@ -199,21 +197,10 @@ class Indexed:
             node_class.extend(itertools.repeat(c, len(nodes)))
             node_index.extend(range(len(nodes)))
             self.class_nodes.append(range(first, len(node_class)))
-        # A twin (same class, cost and child classes as an earlier e-node: commutativity's
-        # a + b and b + a) can never be the better choice: the bottom-up passes skip it.
-        self.twin = [False] * len(node_class)
-        for nodes in self.class_nodes:
-            if len(nodes) > 1:
-                seen: set[tuple[float, frozenset[int]]] = set()
-                for node in nodes:
-                    key = (node_cost[node], frozenset(node_children[node]))
-                    self.twin[node] = key in seen
-                    seen.add(key)
-        parents, twin = self.parents, self.twin
+        parents = self.parents
         for node, children in enumerate(node_children):
-            if not twin[node]:
-                for child in children:
-                    parents[child].append(node)
+            for child in children:
+                parents[child].append(node)
 
     def root_positions(self, roots: Sequence[Hashable]) -> list[int]:
         for root in roots:
@@ -287,7 +274,10 @@ def _dag_values(graph: Indexed) -> Combine:
         base, added = value
         members = immutables.Map() if base is None else best[base][0]
         if added:
-            members = members.update(dict.fromkeys(added, True))
+            mutation = members.mutate()
+            for cls in added:
+                mutation[cls] = True
+            members = mutation.finish()
         return members.set(node_class[node], True), key, node
 
     combine.settle = settle  # type: ignore[attr-defined]
@@ -321,7 +311,7 @@ def _bottom_up(
     combine = values(graph)
     settle = getattr(combine, "settle", None)
     node_class, parents = graph.node_class, graph.parents
-    waiting = [-1 if twin else len(children) for children, twin in zip(graph.node_children, graph.twin)]
+    waiting = [len(children) for children in graph.node_children]
     best: list[Any] = [None] * len(graph.classes)
     chosen = [-1] * len(graph.classes)
     heap: list[tuple[float, int, Any]] = []  # (key, e-node, value): e-nodes are distinct, values never compared
