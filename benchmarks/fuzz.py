@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 from report import machine, write_section  # noqa: E402
 
 from tests.fuzz.graphs import workloads  # noqa: E402
-from tests.fuzz.test_differential import GROUPS, check_workload  # noqa: E402
+from tests.fuzz.test_differential import GROUPS, TOLERANCE, check_workload  # noqa: E402
 
 
 def main() -> None:
@@ -54,7 +54,8 @@ def main() -> None:
         f"{elapsed:.0f} s, {sum(sizes) / max(len(sizes), 1):.1f} op calls per graph on average (at most "
         f"{max(sizes, default=0)}). Each went through greedy mode with every group ({', '.join(GROUPS)}) and "
         "through saturate mode with default() + algebraic() and both the greedy DAG and the ILP extractor; "
-        "every result was compared with the original on random inputs (rtol 1e-4), checked well-formed, "
+        "every result was compared with the original on random inputs (relative and absolute tolerance "
+        f"{', '.join(f'{t:g} for {d}' for d, t in TOLERANCE.items())}, integers exactly), checked well-formed, "
         "and the input checked unchanged.",
         "",
         f"Failures: {'0' if failure is None else '1 (below, shrunk by hypothesis)'}.",
