@@ -34,7 +34,6 @@ import collections
 import math
 import time
 from collections.abc import Hashable, Sequence
-from typing import Any
 
 import highspy
 import numpy as np
