@@ -48,7 +48,7 @@ from ..frontend.pat import (Alt, Call, Cond, Const, GetItem, OpWithTrait, Patter
 from ..graph import Graph, Kind, Node
 from ..graph.types import Type
 from ..greedy.match import Matcher
-from ..greedy.rewrite import RewriteError, TargetBuilder
+from ..greedy.rewrite import Rejection, build_target
 from .egraph import BUCKETS, EGraph, constructor_name
 
 #: Default largest number of instances a variadic source output is instantiated with.
@@ -239,12 +239,10 @@ class Query:
             return None
         if m is None or set(m.outputs) != set(outputs):
             return None
-        try:
-            built = TargetBuilder(self.rule, m).outputs()
-        except (RewriteError, EvaluationError, TypeError, KeyError, IndexError, ValueError):
+        builder = build_target(self.rule, m)
+        if isinstance(builder, Rejection):
             return None
-        if len(built) != len(m.outputs) or any(b.type != o.type for b, o in zip(built, m.outputs)):
-            return None
+        built = builder.targets
         slot_of = {n: i for i, n in enumerate(nodes)}
         created: dict[Node, int] = {}
         shape: list[tuple[Kind, str | None, tuple[tuple[str, int], ...]]] = []

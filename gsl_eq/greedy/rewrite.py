@@ -13,6 +13,7 @@ them all at once (:meth:`Graph.replace`); passes repeat until none matches.
 
 from __future__ import annotations
 
+import enum
 import time
 from collections import ChainMap
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ class TargetBuilder:
         self.built: dict[Pattern, Node] = {}
         self.instances: dict[Variadic, list[dict[Pattern, Node]]] = dict(m.instances)
         self.memo = Memo(rule.memoizable)
+        #: The target's output nodes, once :func:`build_target` built them.
+        self.targets: list[Node] = []
         #: The branch each target ``pat.Cond`` took (True: then).
         self.choices: dict[Cond, bool] = {}
 
@@ -129,6 +132,40 @@ def _plain(value: Any) -> Any:
     return value
 
 
+class Refusal(enum.Enum):
+    """Why a match found by the matcher is not rewritten."""
+
+    UNTYPED = "target cannot be typed"
+    TYPE_CHANGE = "output type would change"
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A match left alone: the reason and what TVM or the type check said."""
+
+    reason: Refusal
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.reason.value}: {self.detail}"
+
+
+def build_target(rule: Subst, m: Match) -> TargetBuilder | Rejection:
+    """Build ``rule``'s target for match ``m``; the builder (its ``built`` nodes, outputs in
+    ``targets``) or why the match must be left alone. Greedy and saturate mode both decide here."""
+    builder = TargetBuilder(rule, m)
+    try:
+        builder.targets = builder.outputs()
+    except (RewriteError, EvaluationError, TypeError, KeyError, IndexError, ValueError) as err:
+        return Rejection(Refusal.UNTYPED, str(err))
+    if len(builder.targets) != len(m.outputs):
+        return Rejection(Refusal.TYPE_CHANGE, f"{len(m.outputs)} source outputs, {len(builder.targets)} target outputs")
+    for k, (s, t) in enumerate(zip(m.outputs, builder.targets)):
+        if t.type != s.type:
+            return Rejection(Refusal.TYPE_CHANGE, f"output {k} is {s.type} in the source, {t.type} in the target")
+    return builder
+
+
 class _Stop(Exception):
     """A limit ended the pass: the matches taken so far are applied."""
 
@@ -152,18 +189,14 @@ def rewrite_once(
         nonlocal added
         if deadline is not None and time.perf_counter() > deadline:
             raise _Stop(StopReason.TIME_LIMIT)
-        builder = TargetBuilder(rule, m)
-        try:
-            targets = builder.outputs()
-        except (RewriteError, EvaluationError, TypeError, KeyError, IndexError, ValueError):
-            return False
-        if len(targets) != len(m.outputs) or any(t.type != s.type for s, t in zip(m.outputs, targets)):
+        builder = build_target(rule, m)
+        if isinstance(builder, Rejection):
             return False
         growth = len(builder.built) - len({node for p, node in matched_nodes(m) if p not in inputs})
         if room is not None and growth > 0 and added + growth > room:
             raise _Stop(StopReason.NODE_LIMIT)
         added += growth
-        mapping.update(zip(m.outputs, targets))
+        mapping.update(zip(m.outputs, builder.targets))
         return True
 
     count, stopped = 0, None
