@@ -1,0 +1,263 @@
+"""A numeric soundness check for rules: draw instances, rewrite them, run both with TVM.
+
+For each instance :class:`~.synthesize.Synthesizer` draws (a small graph the
+rule's source matches), greedy mode rewrites it once; TVM builds the source
+and the rewritten graph and runs both on the same random inputs and
+parameters. The verdict:
+
+* ``sound``: every instance rewritten computes what its source computes;
+* ``unsound``: some instance differs; the smallest one found is the
+  counterexample (its Relax module, attributes and largest difference);
+* ``untyped``: the source matched but the target could not be typed (or would
+  change an output's type) on every instance, so the rule never fires there;
+* ``no instance``: no draw matched in all the tries: the guards are
+  unsatisfiable or too narrow for the draws, and the rule may never fire;
+* ``unbuildable``: TVM cannot build the source of any instance, so there is
+  nothing to compare with (a legalizing rule's source, by design).
+
+Instances whose target cannot be typed are counted even when others are
+rewritten, and the first such instance is kept to show. Results are
+deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..frontend import Subst
+from ..greedy.match import Matcher
+from ..greedy.rewrite import Rejection, build_target, rewrite_once, to_workload
+from ..errors import WorkloadError
+from ..workload import Workload, random_array
+from ..graph.types import to_relax_type
+from .synthesize import Instance, Synthesizer
+
+#: Relative and absolute tolerance per dtype (integers and booleans compare exactly).
+TOLERANCE = {"float32": 1e-4, "float64": 1e-9, "float16": 2e-2}
+
+
+class Verdict(str, enum.Enum):
+    SOUND = "sound"
+    UNSOUND = "unsound"
+    UNTYPED = "untyped"
+    NO_INSTANCE = "no instance"
+    UNBUILDABLE = "unbuildable"
+
+
+@dataclass
+class Example:
+    """One instance, shown: its inputs (name, shape, dtype), its calls' attributes, the
+    Relax module of its source and what went wrong on it."""
+
+    inputs: list[tuple[str, tuple[int, ...], str]]
+    attributes: list[tuple[str, dict[str, Any]]]
+    module: str
+    problem: str
+    max_difference: float | None = None
+
+
+@dataclass
+class RuleCheck:
+    """What checking one rule found.
+
+    ``instances``: instances rewritten and compared; ``tries``: draws made;
+    ``untyped``: instances whose target could not be typed; ``unbuildable``:
+    instances whose source TVM cannot build; ``failures``:
+    instances that computed something else; ``variety``: distinct input shapes,
+    attribute sets and variadic lengths among the compared instances;
+    ``misses``: why draws produced no instance.
+    """
+
+    rule: str
+    verdict: Verdict
+    instances: int
+    tries: int
+    untyped: int = 0
+    failures: int = 0
+    variety: dict[str, int] = field(default_factory=dict)
+    counterexample: Example | None = None
+    untyped_example: Example | None = None
+    unbuildable: int = 0
+    unbuildable_example: Example | None = None
+    misses: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Whether nothing is wrong: sound, with no instance the target could not be typed on."""
+        return self.verdict is Verdict.SOUND and not self.untyped
+
+    def summary(self) -> str:
+        """One line: the verdict and the evidence."""
+        if self.verdict is Verdict.UNSOUND:
+            ex = self.counterexample
+            return (f"unsound: {self.failures} of {self.instances + self.failures} instances differ; smallest: "
+                    f"{_inputs(ex)}, max difference {ex.max_difference:.3g}")
+        if self.verdict is Verdict.UNTYPED:
+            return f"target cannot be typed on any of {self.untyped} instances, e.g. {_inputs(self.untyped_example)}: " \
+                   f"{self.untyped_example.problem}"
+        if self.verdict is Verdict.UNBUILDABLE:
+            return f"TVM cannot build the source of any of {self.unbuildable} instances, e.g. " \
+                   f"{_inputs(self.unbuildable_example)}: {self.unbuildable_example.problem}"
+        if self.verdict is Verdict.NO_INSTANCE:
+            why = "; ".join(f"{reason} x{n}" for reason, n in self.misses.items())
+            return f"no instance found in {self.tries} tries ({why}): the rule may never fire"
+        line = (f"sound on {self.instances} instances ({self.variety.get('shapes', 0)} input shapes, "
+                f"{self.variety.get('attributes', 0)} attribute sets")
+        if self.variety.get("lengths", 0) > 1:
+            line += f", {self.variety['lengths']} variadic lengths"
+        line += ")"
+        if self.untyped:
+            line += f"; target cannot be typed on {self.untyped} more, e.g. {_inputs(self.untyped_example)}"
+        return line
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["verdict"] = self.verdict.value
+        data["summary"] = self.summary()
+        return data
+
+    def to_json(self, indent: int = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=str)
+
+
+def check_rule(rule: Subst, trials: int = 8, seed: int = 0, tries: int | None = None) -> RuleCheck:
+    """Check ``rule`` numerically on ``trials`` instances drawn (in at most ``tries`` draws,
+    default ``10 * trials``) from ``seed``; see the module docstring for the verdicts::
+
+        result = gsl_eq.check_rule(my_rule, trials=20)
+        print(result.summary())        # sound on 20 instances (17 input shapes, ...)
+        result.counterexample.module   # when unsound: the Relax module of the smallest failing source
+    """
+    if trials < 1:
+        raise ValueError(f"trials must be at least 1, got {trials}")
+    tries = 10 * trials if tries is None else tries
+    synthesizer = Synthesizer(rule, random.Random(seed))
+    result = RuleCheck(rule.name, Verdict.NO_INSTANCE, 0, 0)
+    shapes, attributes, lengths = set(), set(), set()
+    failing: list[tuple[int, Example]] = []
+    for k in range(tries):
+        if result.instances + result.failures + result.untyped + result.unbuildable >= trials:
+            break
+        result.tries += 1
+        instance = synthesizer.draw()
+        if instance is None:
+            continue
+        outcome = _check_instance(rule, instance, seed + k)
+        if isinstance(outcome, Rejection):
+            result.untyped += 1
+            result.untyped_example = result.untyped_example or _example(instance, str(outcome))
+        elif isinstance(outcome, WorkloadError):
+            result.unbuildable += 1
+            result.unbuildable_example = result.unbuildable_example or _example(instance, str(outcome))
+        elif outcome is not None:
+            result.failures += 1
+            failing.append((instance.size, _example(instance, outcome[0], outcome[1])))
+        else:
+            result.instances += 1
+            shapes.add(instance.shapes())
+            attributes.add(repr(instance.attributes()))
+            lengths.add(instance.lengths())
+    result.misses = dict(synthesizer.misses)
+    result.variety = {"shapes": len(shapes), "attributes": len(attributes), "lengths": len(lengths)}
+    if failing:
+        result.verdict = Verdict.UNSOUND
+        result.counterexample = min(failing, key=lambda f: f[0])[1]
+    elif result.instances:
+        result.verdict = Verdict.SOUND
+    elif result.untyped:
+        result.verdict = Verdict.UNTYPED
+    elif result.unbuildable:
+        result.verdict = Verdict.UNBUILDABLE
+    return result
+
+
+def check_rules(rules: Iterable[Subst], trials: int = 8, seed: int = 0) -> list[RuleCheck]:
+    """:func:`check_rule` on each rule, in order."""
+    return [check_rule(rule, trials, seed) for rule in rules]
+
+
+def _check_instance(rule: Subst, instance: Instance, seed: int) -> Rejection | WorkloadError | tuple[str, float] | None:
+    """None if the rewrite computes the same; the rejection if the target cannot be built; TVM's
+    error if the source cannot be built; else what differs and by how much."""
+    graph = instance.graph
+    rewritten, count, _ = rewrite_once(graph, rule)
+    if not count:
+        m = Matcher(rule, graph).match_at(graph.outputs[0])
+        built = build_target(rule, m) if m is not None else None
+        if isinstance(built, Rejection):
+            return built
+        return ("the rule did not rewrite an instance its source matches", float("inf"))
+    rng = np.random.default_rng(seed)
+    params = {v.name: random_array(to_relax_type(v.type), rng) for v in graph.inputs if v.name in instance.params}
+    source = Workload.from_graph(graph, params)
+    target = to_workload(rewritten, source, fold_params=False)
+    inputs = source.random_inputs(seed)
+    try:
+        expected = _outputs(source(**inputs))
+    except WorkloadError as err:
+        return err
+    except RuntimeError as err:
+        return WorkloadError(f"TVM cannot run the source: {str(err).strip().splitlines()[-1]}")
+    try:
+        actual = _outputs(target(**inputs))
+    except (WorkloadError, RuntimeError) as err:
+        return (f"the rewrite fails where the source runs: {str(err).strip().splitlines()[-1]}", float("inf"))
+    worst: tuple[str, float] | None = None
+    for k, (u, v) in enumerate(zip(expected, actual)):
+        problem = _difference(u, v)
+        if problem is not None and (worst is None or problem > worst[1]):
+            worst = (f"output {k}: {_describe(u, v, problem)}", problem)
+    return worst
+
+
+def _outputs(value: Any) -> tuple[np.ndarray, ...]:
+    return (value,) if isinstance(value, np.ndarray) else tuple(value)
+
+
+def _difference(expected: np.ndarray, actual: np.ndarray) -> float | None:
+    """None if ``actual`` equals ``expected`` within the dtype's tolerance, else the largest difference."""
+    if expected.shape != actual.shape or expected.dtype != actual.dtype:
+        return float("inf")
+    tol = TOLERANCE.get(str(expected.dtype), 0.0)
+    u, v = expected.astype(np.float64), actual.astype(np.float64)
+    nan_u, nan_v = np.isnan(u), np.isnan(v)
+    if np.any(nan_u != nan_v):
+        return float("inf")
+    u, v = u[~nan_u], v[~nan_v]
+    if u.size == 0:
+        return None
+    scale = max(1.0, float(np.max(np.abs(u), initial=0.0)))
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(u - v)
+        diff[np.isinf(u) & (u == v)] = 0.0
+    if np.all(diff <= tol * scale + tol * np.abs(u)):
+        return None
+    return float(np.max(diff))
+
+
+def _describe(u: np.ndarray, v: np.ndarray, diff: float) -> str:
+    if u.shape != v.shape or u.dtype != v.dtype:
+        return f"source gives {u.dtype}{list(u.shape)}, rewrite {v.dtype}{list(v.shape)}"
+    return f"max difference {diff:.3g}"
+
+
+def _example(instance: Instance, problem: str, diff: float | None = None) -> Example:
+    module = Workload.from_graph(instance.graph, {}).mod.script()
+    return Example([list(s) for s in instance.shapes()], instance.attributes(), module, problem, diff)
+
+
+def _inputs(example: Example | None) -> str:
+    if example is None:
+        return "?"
+    return ", ".join(f"{name} {tuple(shape)} {dtype}" for name, shape, dtype in example.inputs)
+
+
+def failed(results: Sequence[RuleCheck]) -> list[RuleCheck]:
+    """The checks a tool should fail on: unsound or untyped rules (no instance is a warning)."""
+    return [r for r in results if r.verdict in (Verdict.UNSOUND, Verdict.UNTYPED)]
