@@ -1,10 +1,112 @@
 """The gsl-eq command."""
 
 import json
+import os
+import re
+import subprocess
+import sys
 
+import pytest
 import tvm
 
+from gsl_eq import cli
 from gsl_eq.cli import main
+
+HEAVY = ("tvm", "egglog", "torch", "numpy", "gsl_eq.optimize", "gsl_eq.models", "gsl_eq.rules", "gsl_eq.workload")
+ANSI = re.compile(r"\x1b\[")
+
+
+def result_rows(out: str, model: str) -> list[list[str]]:
+    """The cells of the rows of a results table (demo, optimize) for ``model``."""
+    return [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith(f"│ {model} ")]
+
+
+def check_costs_and_speedup(out: str, model: str) -> list[tuple[float, float, float]]:
+    """Every row of ``model``: before and after in us, speedup = before / after; returns them."""
+    assert "Costs in us, roofline model; speedup = before / after (>1 is faster)." in out
+    assert "before (us)" in out and "after (us)" in out
+    rows = []
+    for cells in result_rows(out, model):
+        before, after, speedup = float(cells[3]), float(cells[4]), float(cells[5].rstrip("x"))
+        assert speedup == pytest.approx(before / after, abs=2e-3)
+        rows.append((before, after, speedup))
+    assert rows
+    return rows
+
+
+def check_clean(out: str) -> None:
+    """Output for a pipe or a log: no escape codes, no blank lines left by progress bars."""
+    assert not ANSI.search(out)
+    assert all(line.strip() for line in out.splitlines())
+
+
+# --------------------------------------------------------------------------- help
+
+
+def test_help_answers_without_importing_tvm_or_the_library():
+    code = ("import sys\nfrom gsl_eq.cli import main\n"
+            "for argv in (['--help'], ['demo', '--help'], ['optimize', '--help'], ['orderings', '--help'], "
+            "['bench', '--help']):\n"
+            "    try:\n        main(argv)\n    except SystemExit as e:\n        assert e.code == 0, argv\n"
+            f"print('loaded:', [m for m in {HEAVY!r} if m in sys.modules])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "loaded: []"
+
+
+def command_help(capsys, *argv: str) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--help"])
+    assert exit_.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_every_option_of_every_command_is_explained(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, cli.argparse._SubParsersAction)).choices
+    assert list(commands) == ["demo", "optimize", "orderings", "bench"]
+    texts = {"": command_help(capsys)}
+    for name, sub in commands.items():
+        texts[name] = shown = " ".join(command_help(capsys, name).split())
+        for action in sub._actions:
+            assert action.help, f"gsl-eq {name}: {action.option_strings or action.dest} has no help"
+            assert " ".join(action.help.split()) in shown
+    for name in commands:
+        assert name in texts[""]
+    for text in texts.values():
+        assert "``" not in text and ":func:" not in text and ":class:" not in text  # no RST
+    for name in ("optimize", "orderings"):
+        assert all(model in texts[name] for model in cli.MODEL_NAMES)
+        assert all(f"{rule_set} {description}" in texts[name] for rule_set, description in cli.RULE_SETS.items())
+        assert "speedup = before / after (>1 is faster)" in texts[name]
+    assert "bert_encoder" in texts["demo"] and "inception_network" in texts["demo"]
+
+
+def test_the_names_help_lists_are_the_librarys():
+    from gsl_eq.extract.cost import COST_MODELS
+    from gsl_eq.frontend import Subst
+    from gsl_eq.optimize import EXTRACTORS, MODES
+
+    assert cli.MODEL_NAMES == tuple(cli.model_registry())
+    assert "hf_encoder" not in cli.MODEL_NAMES and "hf_llama_module" not in cli.MODEL_NAMES  # need arguments / not workloads
+    assert (cli.MODES, cli.EXTRACTORS, cli.COST_MODELS) == (MODES, EXTRACTORS, tuple(COST_MODELS))
+    assert set(cli.COST_UNITS) == set(COST_MODELS)
+    for name in cli.RULE_SETS:
+        rules = cli.rule_set(name)
+        assert rules and all(isinstance(r, Subst) for r in rules)
+
+
+def test_every_package_export_still_imports():
+    code = ("import gsl_eq, gsl_eq.optimize, inspect\n"
+            "for name in gsl_eq.__all__:\n    exec(f'from gsl_eq import {name}')\n"
+            "from gsl_eq import optimize\n"
+            "assert inspect.isfunction(optimize) and gsl_eq.optimize is optimize\n"
+            "print('ok', len(gsl_eq.__all__))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["ok", "20"]
+
+
+# --------------------------------------------------------------------------- commands
 
 
 def test_demo_optimizes_both_models_in_both_modes_with_a_numeric_check(capsys):
@@ -12,7 +114,10 @@ def test_demo_optimizes_both_models_in_both_modes_with_a_numeric_check(capsys):
     out = capsys.readouterr().out
     for name in ("bert_encoder", "inception_network"):
         assert out.count(name) == 2
+        rows = check_costs_and_speedup(out, name)
+        assert len(rows) == 2 and all(speedup > 1 for _, _, speedup in rows)
     assert out.count("greedy") >= 2 and out.count("saturated") == 4  # both modes ran out of rewrites, both models
+    check_clean(out)
 
 
 def test_optimize_writes_a_module_tvm_parses_back_and_a_json_report(tmp_path, capsys):
@@ -22,8 +127,13 @@ def test_optimize_writes_a_module_tvm_parses_back_and_a_json_report(tmp_path, ca
     assert isinstance(parsed, tvm.IRModule) and "main" in [g.name_hint for g in parsed.get_global_vars()]
     data = json.loads(report.read_text())
     assert data["mode"] == "saturate" and data["cost_after"] < data["cost_before"]
-    assert "max |diff| = 0.0e+00" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "max |diff| = 0.0e+00" in out
     assert (tmp_path / "out.params.npz").exists()
+    [(before, after, speedup)] = check_costs_and_speedup(out, "inception_block")
+    assert (before, after) == (round(data["cost_before"] * 1e6, 1), round(data["cost_after"] * 1e6, 1))
+    assert speedup > 1
+    check_clean(out)
 
 
 def test_optimize_reads_a_python_file_defining_a_module(tmp_path, capsys):
@@ -34,6 +144,10 @@ def test_optimize_reads_a_python_file_defining_a_module(tmp_path, capsys):
     assert main(["optimize", str(source), "--mode", "greedy", "--cost", "opcount",
                  "-o", str(tmp_path / "o.py"), "--report", str(tmp_path / "r.json")]) == 0
     assert json.loads((tmp_path / "r.json").read_text())["calls_after"] == 2
+    out = capsys.readouterr().out
+    assert "Costs in op calls, opcount model; speedup = before / after" in out
+    [cells] = result_rows(out, "model")
+    assert cells[3:6] == ["3", "2", "1.500x"]
 
 
 def test_orderings_prints_every_ordering_and_saturation(tmp_path, capsys):
@@ -41,6 +155,21 @@ def test_orderings_prints_every_ordering_and_saturation(tmp_path, capsys):
     assert main(["orderings", "diamond_conv", "-n", "3", "--plot", str(plot)]) == 0
     out = capsys.readouterr().out
     assert out.count("greedy") == 3 and "saturate" in out and plot.stat().st_size > 0
+    assert "Costs in us, roofline model; speedup = before / after (>1 is faster)." in out and "cost (us)" in out
+    saturate = next(line for line in out.splitlines() if line.startswith("│ saturate"))
+    assert float(saturate.split("│")[4].strip().rstrip("x")) > 1
+    check_clean(out)
+
+
+def test_output_to_a_pipe_has_no_progress_bars_blank_lines_or_escape_codes(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")}
+    env["TERM"] = "xterm-256color"  # a terminal that takes colors, but stdout is a pipe
+    done = subprocess.run([sys.executable, "-m", "gsl_eq.cli", "optimize", "diamond_conv", "-o", str(tmp_path / "o.py"),
+                           "--report", str(tmp_path / "r.json")], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    check_clean(done.stdout)
+    assert done.stdout.startswith("gsl_eq optimize, default rules.\nCosts in us, roofline model;")
+    assert "saturating" not in done.stdout  # the progress bar's label
 
 
 def test_unknown_models_and_files_are_named(tmp_path, capsys):
