@@ -6,10 +6,13 @@ and the rewritten graph and runs both on the same random inputs and
 parameters. The verdict:
 
 * ``sound``: every instance rewritten computes what its source computes;
-* ``unsound``: some instance differs; the smallest one found is the
-  counterexample (its Relax module, attributes and largest difference);
-* ``untyped``: the source matched but the target could not be typed (or would
-  change an output's type) on every instance, so the rule never fires there;
+* ``unsound``: some instance differs, in values or in an output's type (greedy
+  and saturate mode refuse such a rewrite, but the rule states an equation that
+  does not hold); the counterexample is the smallest instance found with
+  wrong values (the ones a rewrite would miscompile), else the smallest with
+  a wrong type: its Relax module, attributes and largest difference;
+* ``untyped``: the source matched but TVM could not type the target on any
+  instance, so the rule never fires there;
 * ``no instance``: no draw matched in all the tries: the guards are
   unsatisfiable or too narrow for the draws, and the rule may never fire;
 * ``unbuildable``: TVM cannot build the source of any instance, so there is
@@ -26,13 +29,13 @@ import enum
 import json
 import random
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
 from ..frontend import Subst
 from ..greedy.match import Matcher
-from ..greedy.rewrite import Rejection, build_target, rewrite_once, to_workload
+from ..greedy.rewrite import Refusal, Rejection, build_target, rewrite_once, to_workload
 from ..errors import WorkloadError
 from ..workload import Workload, random_array
 from ..graph.types import to_relax_type
@@ -140,7 +143,7 @@ def check_rule(rule: Subst, trials: int = 8, seed: int = 0, tries: int | None = 
     synthesizer = Synthesizer(rule, random.Random(seed))
     result = RuleCheck(rule.name, Verdict.NO_INSTANCE, 0, 0)
     shapes, attributes, lengths = set(), set(), set()
-    failing: list[tuple[int, Example]] = []
+    failing: list[tuple[tuple[bool, int], Example]] = []  # wrong values first, then smallest
     for k in range(tries):
         if result.instances + result.failures + result.untyped + result.unbuildable >= trials:
             break
@@ -157,7 +160,7 @@ def check_rule(rule: Subst, trials: int = 8, seed: int = 0, tries: int | None = 
             result.unbuildable_example = result.unbuildable_example or _example(instance, str(outcome))
         elif outcome is not None:
             result.failures += 1
-            failing.append((instance.size, _example(instance, outcome[0], outcome[1])))
+            failing.append(((outcome.wrong_type, instance.size), _example(instance, outcome.problem, outcome.difference)))
         else:
             result.instances += 1
             shapes.add(instance.shapes())
@@ -182,7 +185,15 @@ def check_rules(rules: Iterable[Subst], trials: int = 8, seed: int = 0) -> list[
     return [check_rule(rule, trials, seed) for rule in rules]
 
 
-def _check_instance(rule: Subst, instance: Instance, seed: int) -> Rejection | WorkloadError | tuple[str, float] | None:
+class _Failure(NamedTuple):
+    """How an instance shows the rule wrong: the two sides differ in value, or in type."""
+
+    problem: str
+    difference: float
+    wrong_type: bool = False
+
+
+def _check_instance(rule: Subst, instance: Instance, seed: int) -> Rejection | WorkloadError | _Failure | None:
     """None if the rewrite computes the same; the rejection if the target cannot be built; TVM's
     error if the source cannot be built; else what differs and by how much."""
     graph = instance.graph
@@ -190,9 +201,11 @@ def _check_instance(rule: Subst, instance: Instance, seed: int) -> Rejection | W
     if not count:
         m = Matcher(rule, graph).match_at(graph.outputs[0])
         built = build_target(rule, m) if m is not None else None
+        if isinstance(built, Rejection) and built.reason is Refusal.TYPE_CHANGE:
+            return _Failure(f"the two sides differ in type: {built.detail}", float("inf"), wrong_type=True)
         if isinstance(built, Rejection):
             return built
-        return ("the rule did not rewrite an instance its source matches", float("inf"))
+        return _Failure("the rule did not rewrite an instance its source matches", float("inf"), wrong_type=True)
     rng = np.random.default_rng(seed)
     params = {v.name: random_array(to_relax_type(v.type), rng) for v in graph.inputs if v.name in instance.params}
     source = Workload.from_graph(graph, params)
@@ -204,15 +217,19 @@ def _check_instance(rule: Subst, instance: Instance, seed: int) -> Rejection | W
         return err
     except RuntimeError as err:
         return WorkloadError(f"TVM cannot run the source: {str(err).strip().splitlines()[-1]}")
+    for k, (value, node) in enumerate(zip(expected, graph.outputs)):
+        if value.shape != node.type.shape or str(value.dtype) != node.type.dtype:
+            return WorkloadError(f"TVM runs the source wrong: output {k} is {value.dtype}{list(value.shape)}, "
+                                 f"its type says {node.type.dtype}{list(node.type.shape)}")
     try:
         actual = _outputs(target(**inputs))
     except (WorkloadError, RuntimeError) as err:
-        return (f"the rewrite fails where the source runs: {str(err).strip().splitlines()[-1]}", float("inf"))
-    worst: tuple[str, float] | None = None
+        return _Failure(f"the rewrite fails where the source runs: {str(err).strip().splitlines()[-1]}", float("inf"))
+    worst: _Failure | None = None
     for k, (u, v) in enumerate(zip(expected, actual)):
-        problem = _difference(u, v)
-        if problem is not None and (worst is None or problem > worst[1]):
-            worst = (f"output {k}: {_describe(u, v, problem)}", problem)
+        diff = _difference(u, v)
+        if diff is not None and (worst is None or diff > worst.difference):
+            worst = _Failure(f"output {k}: {_describe(u, v, diff)}", diff)
     return worst
 
 

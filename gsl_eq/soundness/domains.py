@@ -21,6 +21,9 @@ DIMS = (1, 2, 2, 3, 3, 4, 4, 5, 6, 7)
 #: Dtypes a leaf may take when nothing constrains it (float32 most of the time).
 DTYPES = ("float32",) * 8 + ("float16", "int32")
 
+#: How often a free leaf has one size on every axis: axes mixed up (a wrong permutation,
+#: a wrong reduction axis) then keep the types and show in the values.
+REPEATED = 0.2
 #: An attribute is left at the op's default this often when it has one.
 KEEP_DEFAULT = 0.35
 
@@ -42,6 +45,8 @@ def leaf_type(rng: random.Random, hints: Types, ndim: int | None = None, dtype: 
         hint = rng.choice(hints).shape if hints else ()
         if hint and len(hint) == ndim and rng.random() < 0.3:
             dims = tuple(hint)
+        elif rng.random() < REPEATED:
+            dims = (rng.choice(DIMS[2:]),) * ndim
         else:
             dims = tuple(_dim(rng, hint, k - ndim) for k in range(ndim))
     if dtype is None:

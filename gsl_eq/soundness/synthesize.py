@@ -201,6 +201,8 @@ class Synthesizer:
             node = Node.call(op, inputs, attrs)
         except (TypeError, ValueError):
             raise _Retry from None
+        if any(d <= 0 for t in _tensors(node.type) for d in t.shape):
+            raise _Retry  # an empty result (a kernel larger than its input) is no test
         self._check(p, node, scope)
         if not isinstance(p.op, str) and bound is None:
             self.m.trait_ops[p.op] = node
