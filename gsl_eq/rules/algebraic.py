@@ -100,8 +100,13 @@ def element_wise_over_concat() -> Subst:
 
 
 def concat_of_element_wise() -> Subst:
-    """``concat(ew(a), ew(b)) -> ew(concat(a, b))``: one element-wise call instead of two."""
-    a, b = pat.Wildcard(), pat.Wildcard()
+    """``concat(ew(a), ew(b)) -> ew(concat(a, b))``: one element-wise call instead of two.
+
+    When: ``a`` and ``b`` have one dtype (an op such as ``isfinite`` gives both results
+    one dtype from inputs of two).
+    """
+    a = pat.Wildcard()
+    b = pat.Wildcard(dtype=a.dtype)
     ew = pat.OpWithTrait(spec.OpTrait.ELEMENT_WISE)
     cat = op.Concatenate((ew(a), ew(b)))
     return Subst(cat, ew(op.Concatenate((a, b), axis=cat.axis)), name="concat_of_element_wise")
