@@ -18,8 +18,10 @@ from .errors import GslEqError, UnsupportedModuleError, WorkloadError
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "frontend": ("GSLError", "Subst", "attr", "op", "pat", "spec"),
     "graph": ("Graph", "from_relax", "to_relax"),
+    "greedy.explain": ("Explanation", "explain"),
     "optimize": ("OptimizeReport", "OptimizeResult", "optimize"),
     "orderings": ("OrderingComparison", "compare_orderings"),
+    "soundness": ("RuleCheck", "check_rule"),
     "workload": ("FoldWarning", "Unfolded", "Workload"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}

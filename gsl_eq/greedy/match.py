@@ -19,6 +19,9 @@
 
 Templates are not copied: a template's node in instance k is kept in that
 instance's own table, shared patterns in the main one.
+
+A matcher can record why attempts fail (``failures``, for
+:mod:`gsl_eq.greedy.explain`); messages are only formatted when it does.
 """
 
 from __future__ import annotations
@@ -67,6 +70,17 @@ class Match:
 
 
 @dataclass(frozen=True)
+class Failure:
+    """Where and why a match attempt stopped: the source pattern and graph node it was at (either
+    may be None), the reason, and ``depth``, how many patterns were matched by then."""
+
+    pattern: Pattern | None
+    node: Node | None
+    reason: str
+    depth: int
+
+
+@dataclass(frozen=True)
 class Scope:
     """Where a pattern is matched: inside one instance of a variadic, with bound symbols."""
 
@@ -93,6 +107,15 @@ class Matcher:
         self.inputs = frozenset(rule.source.inputs)
         self.consumed: set[Node] = set()  # non-input nodes of earlier matches
         self.m = Match()
+        #: When a list, every failed attempt is recorded in it (see :class:`Failure`).
+        self.failures: list[Failure] | None = None
+
+    def _fail(self, p: Pattern | None, e: Node | None, reason: str, *details: Any) -> bool:
+        """Record why matching ``p`` against ``e`` failed (if recording); always False."""
+        if self.failures is not None:
+            depth = sum(1 for _ in matched_nodes(self.m))
+            self.failures.append(Failure(p, e, reason.format(*details), depth))
+        return False
 
     # --- search -------------------------------------------------------------------
     def matches(self, accept: Callable[[Match], bool]) -> Iterator[Match]:
@@ -122,8 +145,9 @@ class Matcher:
         if not self.match(first, node, Scope()):
             return None
         self.m.outputs.append(node)
-        for out in self.rule.source.outputs[1:]:
+        for k, out in enumerate(self.rule.source.outputs[1:], 1):
             if not self._search_output(out, Scope()):
+                self._fail(out, None, "no node for source output {} among the successors of the nodes matched", k)
                 return None
         return self.m if self._closed() else None
 
@@ -204,6 +228,7 @@ class Matcher:
                 break
             runs.append(instance)
         if len(runs) < (v.min_len or 1):
+            self._fail(v, None, "{} instances of the variadic output found, at least {} needed", len(runs), v.min_len)
             return None
         return self.m if self._closed() else None
 
@@ -213,15 +238,19 @@ class Matcher:
         for p, node in matched_nodes(self.m):
             if p in self.inputs or node in outputs:
                 continue
-            if node in self.graph_outputs or any(s not in self.m.used for s in self.succ.get(node, ())):
-                return False
+            if node in self.graph_outputs:
+                return self._fail(p, node, "condition 4: the inner node is an output of the graph")
+            outside = next((s for s in self.succ.get(node, ()) if s not in self.m.used), None)
+            if outside is not None:
+                return self._fail(p, node, "condition 4: the inner node has a successor outside the match ({})",
+                                  _show(outside))
         return True
 
     # --- one pattern against one node -------------------------------------------------
     def match(self, p: Pattern, e: Node, scope: Scope) -> bool:
         table = scope.table(p, self.m)
         if p in table:
-            return table[p] is e
+            return table[p] is e or self._fail(p, e, "the pattern already matched {}, here it meets another node", _show(table[p]))
         if isinstance(p, Alt):
             return self._match_alt(p, e, scope)
         if isinstance(p, Cond):
@@ -230,18 +259,22 @@ class Matcher:
                 return False
             table[p] = e
             return True
-        if e in self.m.used or (e in self.consumed and p not in self.inputs):
-            return False
+        if e in self.m.used:
+            return self._fail(p, e, "the node is already matched by another pattern")
+        if e in self.consumed and p not in self.inputs:
+            return self._fail(p, e, "the node is part of an earlier match")
         if not self._match_structure(p, e, scope):
             return False
         for name, expr in p.attrs.items():
             if isinstance(p, Variadic):
                 continue  # its length is checked where it is matched
             try:
-                if not satisfies(node_attr(e, name), self._eval(expr, scope)):
-                    return False
-            except (KeyError, EvaluationError):
-                return False
+                expected = self._eval(expr, scope)
+                actual = node_attr(e, name)
+            except (KeyError, EvaluationError) as err:
+                return self._fail(p, e, "guard {}={!r} cannot be evaluated: {}", name, expr, err)
+            if not satisfies(actual, expected):
+                return self._fail(p, e, "guard {}={!r} is false: expected {!r}, the node has {!r}", name, expr, expected, actual)
         scope.table(p, self.m)[p] = e  # self.m may be a restored copy by now
         self.m.used.add(e)
         return True
@@ -250,22 +283,27 @@ class Matcher:
         if isinstance(p, Wildcard):
             return True
         if isinstance(p, Variable):
-            return e.kind is Kind.VAR
+            return e.kind is Kind.VAR or self._fail(p, e, "a variable (function parameter) is expected, the node is {}", _show(e))
         if isinstance(p, Const):
-            return e.kind is Kind.CONST and (p.value is None or same_value(e.value, p.value))
+            if e.kind is not Kind.CONST:
+                return self._fail(p, e, "a constant is expected, the node is {}", _show(e))
+            return p.value is None or same_value(e.value, p.value) or self._fail(p, e, "the constant's value differs")
         if isinstance(p, Call):
-            if e.kind is not Kind.CALL or len(e.inputs) != len(p.inputs) or not self._same_op(p, e):
-                return False
+            if e.kind is not Kind.CALL:
+                return self._fail(p, e, "a call is expected, the node is {}", _show(e))
+            if len(e.inputs) != len(p.inputs) or not self._same_op(p, e):
+                return self._fail(p, e, "{} with {} inputs is expected, the node calls {} with {}",
+                                  p.describe().removeprefix("Call "), len(p.inputs), e.op, len(e.inputs))
         elif isinstance(p, Tuple):
             if e.kind is not Kind.TUPLE or len(e.inputs) != len(p.inputs):
-                return False
+                return self._fail(p, e, "a tuple of {} fields is expected, the node is {}", len(p.inputs), _show(e))
         elif isinstance(p, GetItem):
             if e.kind is not Kind.GETITEM:
-                return False
+                return self._fail(p, e, "a tuple item is expected, the node is {}", _show(e))
         elif isinstance(p, Variadic):
             return self._match_variadic_tuple(p, e, scope)
         else:
-            return False
+            return self._fail(p, e, "{} cannot be matched", p.describe())
         return all(self.match(pi, ei, scope) for pi, ei in zip(p.inputs, e.inputs))
 
     def _same_op(self, p: Call, e: Node) -> bool:
@@ -289,7 +327,7 @@ class Matcher:
 
     def _match_variadic_tuple(self, v: Variadic, e: Node, scope: Scope) -> bool:
         if e.kind is not Kind.TUPLE or len(e.inputs) < (v.min_len or 0):
-            return False
+            return self._fail(v, e, "a tuple of at least {} fields is expected, the node is {}", v.min_len or 0, _show(e))
         runs: list[Instance] = []
         for k, item in enumerate(e.inputs):
             if k == 0 and v.first:
@@ -305,13 +343,21 @@ class Matcher:
         self.m.instances[v] = runs
         if "length" in v.attrs:
             try:
-                return satisfies(len(runs), self._eval(v.attrs["length"], scope))
-            except EvaluationError:
-                return False
+                expected = self._eval(v.attrs["length"], scope)
+            except EvaluationError as err:
+                return self._fail(v, e, "guard length={!r} cannot be evaluated: {}", v.attrs["length"], err)
+            return satisfies(len(runs), expected) or self._fail(
+                v, e, "guard length={!r} is false: expected {!r}, the tuple has {}", v.attrs["length"], expected, len(runs))
         return True
 
     def _eval(self, expr: A.AttrExpr, scope: Scope) -> Any:
         return evaluate(expr, self.m.env(scope))
+
+
+def _show(node: Node) -> str:
+    """A node in a message: its op (or kind) and type."""
+    what = node.op if node.kind is Kind.CALL else f"variable {node.name}" if node.kind is Kind.VAR else node.kind.value
+    return f"{what}: {node.type}"
 
 
 def _may_match(p: Pattern, node: Node) -> bool:
