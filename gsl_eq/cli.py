@@ -3,6 +3,8 @@
   gsl-eq demo                                  the embedded models, both modes, numeric check
   gsl-eq optimize bert_encoder -o out.py       a model by name, or a Python file defining one
   gsl-eq orderings inception_block -n 24       greedy mode under rule orderings vs saturation
+  gsl-eq check my_rules.py                     is each rule sound? (numeric check on drawn instances)
+  gsl-eq explain my_rules.py resnet50          why (not) does each rule fire on a model?
   gsl-eq bench --quick                         the benchmark suite (from a source checkout)
 
 Every table gives costs in microseconds (us) of the cost model named above it
@@ -89,6 +91,39 @@ def rule_set(name: str) -> list:
         "tvm": rules.tvm_equivalents,
     }
     return builders[name]()
+
+
+def load_rules(spec: str, names: Sequence[str] | None = None) -> list:
+    """The rules of a rule set (RULE_SETS) or of a Python file: every Subst it defines at top level
+    (alone, or in a list or tuple), and what its zero-argument functions annotated to return a
+    Subst (or a list of them) build, in the order the file defines them. ``names`` keeps those rules."""
+    import inspect
+    import runpy
+
+    from .frontend import Subst
+
+    if spec in RULE_SETS:
+        found = rule_set(spec)
+    else:
+        path = Path(spec)
+        if path.suffix != ".py" or not path.is_file():
+            raise GslEqError(f"{spec}: neither a rule set ({', '.join(RULE_SETS)}) nor a Python file")
+        scope = runpy.run_path(str(path))
+        found = []
+        for value in scope.values():
+            if inspect.isfunction(value) and value.__module__ == "<run_path>" and "Subst" in str(
+                    inspect.signature(value).return_annotation) and not inspect.signature(value).parameters:
+                value = value()
+            items = value if isinstance(value, (list, tuple)) else [value]
+            found += [item for item in items if isinstance(item, Subst) and all(item is not f for f in found)]
+        if not found:
+            raise GslEqError(f"{spec} defines no rule (a gsl_eq.Subst, a list of them, or a function returning one)")
+    if names:
+        unknown = sorted(set(names) - {r.name for r in found})
+        if unknown:
+            raise GslEqError(f"no rule named {', '.join(unknown)} in {spec}; its rules: {', '.join(r.name for r in found)}")
+        found = [r for r in found if r.name in set(names)]
+    return found
 
 
 def load_model(spec: str) -> Workload:
@@ -300,6 +335,71 @@ def run_orderings(console: Console, args: argparse.Namespace) -> int:
     return 0
 
 
+def run_check(console: Console, args: argparse.Namespace) -> int:
+    """Check each rule numerically; exit 1 if one is unsound or its target cannot be typed."""
+    import json
+
+    from rich.markup import escape
+    from rich.table import Table
+
+    from .soundness import Verdict, check_rule, failed
+
+    results = []
+    for rule in load_rules(args.rules, args.only):
+        results.append(check_rule(rule, trials=args.trials, seed=args.seed))
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results], indent=2, default=str))
+        return 1 if failed(results) else 0
+    colour = {Verdict.SOUND: "green", Verdict.UNSOUND: "red", Verdict.UNTYPED: "red", Verdict.NO_INSTANCE: "yellow",
+              Verdict.UNBUILDABLE: "yellow"}
+    table = Table()
+    for column in ("rule", "verdict", "evidence"):
+        table.add_column(column, no_wrap=column != "evidence")
+    for r in results:
+        table.add_row(escape(r.rule), f"[{colour[r.verdict]}]{r.verdict.value}[/]", escape(r.summary()))
+    console.print(f"Soundness of {len(results)} rules, {args.trials} instances each (seed {args.seed}): each instance "
+                  "is drawn so the source matches, rewritten, built and run with TVM on random inputs.")
+    console.print(table)
+    for r in results:
+        if r.counterexample is not None:
+            ex = r.counterexample
+            console.print(f"[bold]{escape(r.rule)}[/]: counterexample, {escape(ex.problem)}")
+            console.print(escape(f"attributes: {ex.attributes}"))
+            console.print(escape("\n".join(line for line in ex.module.splitlines() if line.strip())), soft_wrap=True)
+    return 1 if failed(results) else 0
+
+
+def run_explain(console: Console, args: argparse.Namespace) -> int:
+    """For each rule, every place its source could start in the model, and why it stopped there."""
+    import json
+
+    from rich.markup import escape
+    from rich.table import Table
+
+    from .greedy.explain import explain
+
+    wl = load_model(args.model)
+    explanations = [explain(rule, wl) for rule in load_rules(args.rules, args.only)]
+    if args.json:
+        print(json.dumps([e.to_dict() for e in explanations], indent=2, default=str))
+        return 0
+    for e in explanations:
+        console.print(f"[bold]{escape(e.summary())}[/]")
+        if not e.attempts:
+            continue
+        table = Table()
+        for column in ("place", "outcome", "matched", "stopped at", "reason"):
+            table.add_column(column, no_wrap=column in ("outcome", "matched"))
+        for a in e.attempts[:args.limit]:
+            matched = "" if a.outcome == "fires" else f"{a.matched}/{e.source_patterns}"
+            table.add_row(escape(a.node), a.outcome, matched, escape(a.pattern or ""), escape(a.reason or ""))
+        console.print(table)
+        if len(e.attempts) > args.limit:
+            left = ", ".join(f"{reason} x{n}" for reason, n in e.reasons().items())
+            console.print(f"{len(e.attempts) - args.limit} more places not shown; all places by reason: {escape(left)}")
+    return 0
+
+
 def run_bench(args: argparse.Namespace) -> int:
     """Run the benchmark suite of a source checkout (benchmarks/run.py is not installed with the package)."""
     import subprocess
@@ -332,7 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
     raw = argparse.RawDescriptionHelpFormatter  # descriptions and epilogs are wrapped here, lists kept
     parser = argparse.ArgumentParser(prog="gsl-eq", description=__doc__, formatter_class=raw)
     sub = parser.add_subparsers(dest="command", required=True, metavar="command",
-                                help="demo, optimize, orderings or bench")
+                                help="demo, optimize, orderings, check, explain or bench")
     sub.add_parser("demo", help="optimize the embedded models in both modes, with a numeric check",
                    formatter_class=raw, epilog=_listing("models", DEMO_MODELS), description=_paragraph(
                        "Optimize the embedded models in both modes, greedy (default rules in order) and saturate "
@@ -381,6 +481,37 @@ def build_parser() -> argparse.ArgumentParser:
     order.add_argument("--seed", type=int, default=d["seed"],
                        help=f"seed of the sample of orderings when not all are tried (default: {d['seed']})")
     order.add_argument("--plot", metavar="FILE", help="save a bar chart of each ordering's cost against saturation's (PNG)")
+    rules_help = ("a Python file of rules (every gsl_eq.Subst it defines, in lists too, and what its zero-argument "
+                  f"functions returning a Subst build) or a rule set: {', '.join(RULE_SETS)}")
+    check = sub.add_parser("check", help="check rules numerically: sound, counterexample, untyped, or no instance",
+                           formatter_class=raw, description=_paragraph(
+                               "Check each rule numerically: draw small graphs its source matches (shapes, dtypes, "
+                               "attributes and variadic lengths drawn so its guards hold), rewrite them with greedy "
+                               "mode, and compare source and rewrite built and run with TVM on random inputs. "
+                               "Verdicts: sound (on N instances), unsound (the smallest counterexample, its Relax "
+                               "module and the largest difference), untyped (TVM cannot type the target on any "
+                               "instance), no instance (the guards never held: the rule may never fire), "
+                               "unbuildable (TVM cannot build the source). Exits with 1 if a rule is unsound or "
+                               "untyped."))
+    check.add_argument("rules", metavar="RULES", help=rules_help)
+    check.add_argument("--rules", dest="only", nargs="+", metavar="NAME", help="check only the rules of these names")
+    check.add_argument("--trials", type=int, default=8, metavar="N", help="instances to check per rule (default: 8)")
+    check.add_argument("--seed", type=int, default=0, help="seed of the draws; the same seed gives the same verdicts "
+                                                           "(default: 0)")
+    check.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
+    why = sub.add_parser("explain", help="why each rule does or does not fire on a model", formatter_class=raw,
+                         epilog=_listing("models", MODEL_NAMES), description=_paragraph(
+                             "For each rule, every node where its source could start (same op and arity as its "
+                             "first output), and how far the match got: the pattern where it stopped and why (a node "
+                             "of another op, a guard that is false with the values it compared, an inner node with a "
+                             "successor outside the match), or the target refused (TVM cannot type it, an output "
+                             "type would change), or fires."))
+    why.add_argument("rules", metavar="RULES", help=rules_help)
+    why.add_argument("model", help="a model name (listed below) or a .py file defining workload, mod or model")
+    why.add_argument("--rules", dest="only", nargs="+", metavar="NAME", help="explain only the rules of these names")
+    why.add_argument("--limit", type=int, default=20, metavar="N",
+                     help="places shown per rule; the rest are counted by reason (default: 20)")
+    why.add_argument("--json", action="store_true", help="print every place as JSON instead of tables")
     bench = sub.add_parser("bench", help="run the benchmark suite (benchmarks/run.py) and update BENCHMARKS.md",
                            description="Run the benchmark suite of a source checkout (benchmarks/run.py): the zoo "
                                        "models through both modes and TVM's own passes, with latency on the CPU; "
@@ -404,6 +535,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return demo(console)
         if args.command == "bench":
             return run_bench(args)
+        if args.command == "check":
+            return run_check(console, args)
+        if args.command == "explain":
+            return run_explain(console, args)
         return run_optimize(console, args) if args.command == "optimize" else run_orderings(console, args)
     except (GslEqError, ValueError) as err:
         console.print(f"[red]error:[/] {escape(str(err))}")

@@ -64,7 +64,7 @@ def test_every_option_of_every_command_is_explained(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
     parser = cli.build_parser()
     commands = next(a for a in parser._actions if isinstance(a, cli.argparse._SubParsersAction)).choices
-    assert list(commands) == ["demo", "optimize", "orderings", "bench"]
+    assert list(commands) == ["demo", "optimize", "orderings", "check", "explain", "bench"]
     texts = {"": command_help(capsys)}
     for name, sub in commands.items():
         texts[name] = shown = " ".join(command_help(capsys, name).split())
@@ -101,9 +101,11 @@ def test_every_package_export_still_imports():
             "for name in gsl_eq.__all__:\n    exec(f'from gsl_eq import {name}')\n"
             "from gsl_eq import optimize\n"
             "assert inspect.isfunction(optimize) and gsl_eq.optimize is optimize\n"
+            "from gsl_eq import check_rule, explain\n"
+            "assert inspect.isfunction(check_rule) and inspect.isfunction(explain)\n"
             "print('ok', len(gsl_eq.__all__))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["ok", "20"]
+    assert out.split() == ["ok", "24"]
 
 
 # --------------------------------------------------------------------------- commands
@@ -179,3 +181,57 @@ def test_unknown_models_and_files_are_named(tmp_path, capsys):
     empty.write_text("x = 1\n")
     assert main(["optimize", str(empty)]) == 2
     assert "defines none of: workload" in capsys.readouterr().out
+
+
+RULES_FILE = """
+from gsl_eq import Subst, op, pat
+from gsl_eq.rules._common import CONV_ATTRS, NCHW
+
+x, w1, w2 = pat.Wildcard(), pat.Variable(), pat.Variable()
+conv1 = op.Conv2D(x, w1, **NCHW)
+conv2 = op.Conv2D(x, w2, strides=conv1.strides, dilation=conv1.dilation, groups=conv1.groups, **NCHW)
+# unsound: Relax broadcasts a 1x1 kernel over a 3x3 one
+broadcast_kernel = Subst(conv1 + conv2, op.Conv2D(x, w1 + w2, **pat.same_attr(conv2, CONV_ATTRS)),
+                         name="broadcast_kernel")
+
+
+def relu_relu() -> Subst:
+    y = pat.Wildcard()
+    return Subst(op.ReLU(op.ReLU(y)), op.ReLU(y), name="relu_relu")
+"""
+
+
+def test_check_prints_both_verdicts_and_fails_on_the_unsound_rule(tmp_path, capsys):
+    source = tmp_path / "my_rules.py"
+    source.write_text(RULES_FILE)
+    assert main(["check", str(source), "--trials", "6"]) == 1
+    out = capsys.readouterr().out
+    check_clean(out)
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│ ") and "│" in line[2:]}
+    assert "unsound" in rows["broadcast_kernel"] and "sound on 6 instances" in rows["relu_relu"]
+    assert "counterexample" in out and "def main(" in out
+    assert main(["check", str(source), "--rules", "relu_relu", "--json"]) == 0
+    (only,) = json.loads(capsys.readouterr().out)
+    assert only["rule"] == "relu_relu" and only["verdict"] == "sound"
+
+
+def test_check_a_library_rule_set_and_name_unknown_rules(capsys):
+    assert main(["check", "default", "--rules", "diamond_conv_add", "bias_add_add", "--trials", "2", "--json"]) == 0
+    assert [r["verdict"] for r in json.loads(capsys.readouterr().out)] == ["sound", "sound"]
+    assert main(["check", "default", "--rules", "nosuch"]) == 2
+    assert "no rule named nosuch" in capsys.readouterr().out
+
+
+def test_explain_names_each_place_and_its_reason(capsys):
+    assert main(["explain", "all", "diamond_conv", "--rules", "diamond_conv_add", "two_conv_add", "conv_mul"]) == 0
+    out = capsys.readouterr().out
+    check_clean(out)
+    assert "diamond_conv_add: fires at 1 of 1 places" in out
+    assert "conv_mul: no node where its source could start" in out
+    # two_conv_add wants two different inputs; diamond_conv's convs read one
+    assert "two_conv_add: fires at 0 of 1 places" in out
+    assert main(["explain", "all", "diamond_conv", "--rules", "two_conv_add", "--json"]) == 0
+    (why,) = json.loads(capsys.readouterr().out)
+    (place,) = why["attempts"]
+    assert place["outcome"] == "no match" and place["reason"] == "the node is already matched by another pattern"
+    assert place["pattern"].startswith("Wildcard (conv.py:")
