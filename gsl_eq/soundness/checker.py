@@ -117,6 +117,8 @@ class RuleCheck:
         line += ")"
         if self.untyped:
             line += f"; target cannot be typed on {self.untyped} more, e.g. {_inputs(self.untyped_example)}"
+        if self.unbuildable:
+            line += f"; TVM cannot build or run the source of {self.unbuildable} more"
         return line
 
     def to_dict(self) -> dict[str, Any]:
