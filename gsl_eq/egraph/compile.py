@@ -22,7 +22,9 @@ nodes written as egglog facts, one *slot* per node, and becomes egglog rules:
   attributes mean exactly what they mean in greedy mode, and TVM infers the
   type of every new node. The target it built, read as a shape (kinds, ops,
   wiring to the slots), is a **variant**; the forms of the nodes it creates go
-  into tables keyed by the key. Rows of rejected keys are dropped (*reject*).
+  into tables keyed by the key. Rows of rejected keys are dropped (*reject*);
+  :meth:`Query.decide` says why a key is rejected (:data:`SOURCE_GUARD_FALSE` or a
+  :class:`~gsl_eq.greedy.rewrite.Refusal`'s text).
 * *apply* rules, one per variant, read worklist rows (never the e-graph), create
   the target e-nodes, union each source output with its target and delete the
   row. To apply a rule in part, the runner moves its rows into buckets (by a
@@ -53,6 +55,9 @@ from .egraph import BUCKETS, EGraph, constructor_name
 
 #: Default largest number of instances a variadic source output is instantiated with.
 MAX_VARIADIC = 3
+#: Why :meth:`Query.decide` rejects a key greedy mode's matcher does not match: a source guard
+#: (an attribute constraint, a same-attribute or op-trait condition) is false on it.
+SOURCE_GUARD_FALSE = "source guard false"
 
 
 class UnsupportedRuleError(GslEqError):
@@ -224,24 +229,27 @@ class Query:
         return "\n".join(lines)
 
     # --- deciding one key ----------------------------------------------------------------
-    def decide(self, eg: EGraph, key: tuple[int, ...]) -> tuple[Variant, list[int]] | None:
+    def decide(self, eg: EGraph, key: tuple[int, ...]) -> tuple[Variant, list[int]] | str:
         """Run greedy mode's matcher and target builder on the subgraph ``key`` describes.
 
         Returns the variant the built target takes and, for each node it creates,
-        its form (or a constant's value id); None when the match is rejected (a
-        guard fails, the target cannot be typed, an output's type would change).
+        its form (or a constant's value id); or, when the key is rejected, why:
+        :data:`SOURCE_GUARD_FALSE` (the matcher refuses it, or cannot evaluate a
+        guard on it) or the :class:`~gsl_eq.greedy.rewrite.Refusal` text of
+        :func:`~gsl_eq.greedy.rewrite.build_target` (the target cannot be typed, an
+        output's type would change).
         """
         nodes = self._materialize(eg, key)
         outputs = [nodes[o] for o in self.outputs]
         try:
             m = Matcher(self.rule, Graph([], outputs)).match_at(outputs[0])
         except (KeyError, EvaluationError, TypeError):
-            return None
+            return SOURCE_GUARD_FALSE
         if m is None or set(m.outputs) != set(outputs):
-            return None
+            return SOURCE_GUARD_FALSE
         builder = build_target(self.rule, m)
         if isinstance(builder, Rejection):
-            return None
+            return builder.reason.value
         built = builder.targets
         slot_of = {n: i for i, n in enumerate(nodes)}
         created: dict[Node, int] = {}

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Collection, Sequence
+from typing import Callable, Collection, Iterable, Sequence
 
 from egglog import bindings as egg
 
@@ -44,6 +44,8 @@ class Iteration:
 
     Per rule name: ``matches``, new matches its search found; ``new_keys`` /
     ``accepted_keys``, distinct keys Python saw for the first time / accepted;
+    ``rejected``, the others by reason (:meth:`~.compile.Query.decide`: source guard
+    false, target cannot be typed, output type would change), their rows dropped;
     ``applied``, matches applied (each at most once); ``backlog``, matches found
     but not applied yet, left in the worklist. ``banned``: rules under a ban from
     an earlier iteration (neither searched nor applied); ``new_bans``: rules whose
@@ -66,6 +68,7 @@ class Iteration:
     backlog: dict[str, int] = field(default_factory=dict)
     searched: int = 0
     new_bans: list[str] = field(default_factory=list)
+    rejected: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -91,11 +94,24 @@ class Report:
 
     def applied(self) -> dict[str, int]:
         """Applications per rule over the whole run."""
-        total: dict[str, int] = {}
+        return _sum(it.applied for it in self.iterations)
+
+    def rejected(self) -> dict[str, dict[str, int]]:
+        """Rejected keys per rule and reason over the whole run (each key is decided once)."""
+        total: dict[str, dict[str, int]] = {}
         for it in self.iterations:
-            for name, n in it.applied.items():
-                total[name] = total.get(name, 0) + n
+            for name, reasons in it.rejected.items():
+                total[name] = _sum([total.get(name, {}), reasons])
         return total
+
+
+def _sum(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    """Counts added up key by key."""
+    total: dict[str, int] = {}
+    for c in counts:
+        for name, n in c.items():
+            total[name] = total.get(name, 0) + n
+    return total
 
 
 @dataclass
@@ -186,12 +202,13 @@ class Runner:
         search, apply, found, new_bans = _Counts(), _Counts(), {}, []
         new_keys: dict[str, int] = {}
         accepted: dict[str, int] = {}
+        rejected: dict[str, dict[str, int]] = {}
         ticks, reason = [time.perf_counter()], None
         try:
             if searched:  # one egglog call for every search: calls cost, rule sets can be large
                 found = self._per_rule_index(self._run(search, [f"search_{k}" for k in searched]), searched)
             ticks.append(time.perf_counter())
-            self._decide(searched, new_keys, accepted)
+            self._decide(searched, new_keys, accepted, rejected)
             self._run(search, ["reject"])
             ticks.append(time.perf_counter())
             sizes = eg.table_sizes()
@@ -209,7 +226,7 @@ class Runner:
             self._per_rule(apply.matches), banned,
             ticks[1] - ticks[0], ticks[2] - ticks[1], ticks[3] - ticks[2], search.rebuild + apply.rebuild,
             time.perf_counter() - ticks[0], {names[k]: b for k, b in enumerate(self.backlog) if b}, len(searched),
-            new_bans)
+            new_bans, rejected)
         if reason is None and enodes >= self.node_limit:
             reason = StopReason.NODE_LIMIT
         if reason is None and not (search.updated or apply.updated):
@@ -349,9 +366,11 @@ class Runner:
         self.report.stop_reason = reason
         return self.report
 
-    def _decide(self, rules: list[int], new_keys: dict[str, int], accepted: dict[str, int]) -> None:
+    def _decide(self, rules: list[int], new_keys: dict[str, int], accepted: dict[str, int],
+                rejected: dict[str, dict[str, int]]) -> None:
         """Decide every key not seen before; fill the tables of the accepted ones, mark the rejected ones.
-        Counts new and accepted keys per rule name into ``new_keys`` and ``accepted``."""
+        Counts new and accepted keys per rule name into ``new_keys`` and ``accepted``, rejected ones
+        per rule name and reason into ``rejected``."""
         eg = self.egraph
         commands = []
         for k in rules:
@@ -367,7 +386,9 @@ class Runner:
                     args = [int_literal(v) for v in key]
                     known = len(q.variants)
                     decision = q.decide(eg, key)
-                    if decision is None:
+                    if isinstance(decision, str):
+                        reasons = rejected.setdefault(name, {})
+                        reasons[decision] = reasons.get(decision, 0) + 1
                         commands.append(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, f"Rej_{q.name}", args))))
                         continue
                     variant, payloads = decision
