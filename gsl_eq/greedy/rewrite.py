@@ -8,7 +8,9 @@ A match whose target TVM cannot type, or whose outputs would change type, is
 left alone.
 
 One pass finds every non-overlapping match in reverse post-order and replaces
-them all at once (:meth:`Graph.replace`); passes repeat until none matches.
+them all at once (:meth:`Graph.replace`); passes repeat until none matches. A
+:class:`Ledger` given to the drivers follows which rules' rewrites the graph still
+holds and counts the matches left alone, for the report.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import enum
 import time
 from collections import ChainMap
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -26,7 +28,8 @@ from ..frontend import attr as A
 from ..frontend.errors import EvaluationError
 from ..frontend.evaluation import Env, Memo, evaluate, node_of
 from ..frontend.pat import Call, Cond, Const, GetItem, Instance, Match as MatchPattern, Pattern, Tuple, Variadic
-from ..graph import Graph, Node
+from ..graph import Graph, Kind, Node
+from ..graph.ops import freeze
 from ..limits import DEFAULT_NODE_LIMIT, StopReason, check_count, check_seconds
 from ..workload import Workload
 from .match import Match, Matcher, Scope, matched_nodes
@@ -166,12 +169,106 @@ def build_target(rule: Subst, m: Match) -> TargetBuilder | Rejection:
     return builder
 
 
+class Ledger:
+    """What a greedy run's rewrites left in its graph, and which matches it left alone: the report's
+    "rules used" and "rejected" come from here.
+
+    ``origins`` maps each node of the current graph a rewrite created to the rules whose rewrites
+    created it. :meth:`carry` moves it to the next graph after each change (a pass's replacements,
+    the trip through Relax, folding), so a rule whose nodes later rules rewrote away, or that were
+    dropped, no longer has any. Folding turns a parameter-only computation into a new parameter:
+    the parameter inherits the origins of everything it was computed from, since the rewrite's
+    result survives in its value. A rewrite that creates no node (its target is a node it matched,
+    ``transpose(transpose(x)) -> x``) only removes nodes, which no later rewrite brings back: its
+    rule is in ``removals`` and counts as used.
+
+    ``rejected``: rule name -> reason (:class:`Refusal` value) -> distinct keys refused, a key being
+    the matched subgraph's ops, attributes, types and constants (saturate mode counts its keys the
+    same way), so a match refused again at every pass counts once.
+    """
+
+    def __init__(self) -> None:
+        self.origins: dict[Node, frozenset[str]] = {}
+        self.removals: set[str] = set()
+        self.rejected: dict[str, dict[str, int]] = {}
+        self._refused: set[tuple[str, tuple[Any, ...]]] = set()
+
+    def used(self) -> set[str]:
+        """The rules whose rewrites the current graph holds."""
+        return set().union(*self.origins.values(), self.removals)
+
+    def created(self, rule: Subst, graph: set[Node], targets: Sequence[Node]) -> None:
+        """Record one rewrite of ``rule``: the nodes under ``targets`` that are not in ``graph``."""
+        mark, stack, fresh = frozenset([rule.name]), list(targets), set()
+        while stack:
+            node = stack.pop()
+            if node not in graph and node not in fresh:
+                fresh.add(node)
+                self.origins[node] = self.origins.get(node, frozenset()) | mark
+                stack.extend(node.inputs)
+        if not fresh:
+            self.removals.add(rule.name)
+
+    def refused(self, rule: Subst, m: Match, rejection: Rejection) -> None:
+        """Count ``rejection`` of match ``m``, once per rule, reason and key."""
+        key = (rule.name, rejection.reason.value, tuple((p, _form(n)) for p, n in matched_nodes(m)))
+        if key not in self._refused:
+            self._refused.add(key)
+            reasons = self.rejected.setdefault(rule.name, {})
+            reasons[rejection.reason.value] = reasons.get(rejection.reason.value, 0) + 1
+
+    def carry(self, old: Graph, new: Graph, mapping: Mapping[Node, Node] | None = None) -> None:
+        """Move ``origins`` from ``old``'s nodes to ``new``'s, ``new`` being ``old.replace(mapping)``
+        or ``old`` after a trip through Relax or folding: outputs pair up, then each pair's inputs
+        in order (a replaced node pairs through its replacement). A variable of ``new`` paired with
+        a computation of ``old`` is that computation folded."""
+        mapping = mapping or {}
+        olds, news = old.outputs, new.outputs
+        if len(olds) != len(news) and len(olds) == 1 and olds[0].kind is Kind.TUPLE:
+            olds = olds[0].inputs  # a returned tuple node becomes the returned values
+        origins: dict[Node, frozenset[str]] = {}
+        stack, seen = list(zip(olds, news)), set()
+        while stack:
+            o, n = stack.pop()
+            while o in mapping:
+                o = mapping[o]
+            if (o, n) in seen:
+                continue
+            seen.add((o, n))
+            if n.kind is Kind.VAR and o.kind is not Kind.VAR:
+                marks = self._computed_from(o)
+            else:
+                marks = self.origins.get(o, frozenset())
+                stack.extend(zip(o.inputs, n.inputs))
+            if marks:
+                origins[n] = origins.get(n, frozenset()) | marks
+        self.origins = origins
+
+    def _computed_from(self, node: Node) -> frozenset[str]:
+        """The origins of ``node`` and of everything it reads."""
+        marks: set[str] = set()
+        stack, seen = [node], set()
+        while stack:
+            n = stack.pop()
+            if n not in seen:
+                seen.add(n)
+                marks |= self.origins.get(n, frozenset())
+                stack.extend(n.inputs)
+        return frozenset(marks)
+
+
+def _form(node: Node) -> tuple[Any, ...]:
+    """What a refused match's key holds of one node: kind, op, attributes, types, a constant's value."""
+    value = None if node.value is None else (node.value.dtype.str, node.value.shape, node.value.tobytes())
+    return node.kind, node.op, freeze(node.attrs), node.type, tuple(i.type for i in node.inputs), value
+
+
 class _Stop(Exception):
     """A limit ended the pass: the matches taken so far are applied."""
 
 
 def rewrite_once(
-    graph: Graph, rule: Subst, room: int | None = None, deadline: float | None = None
+    graph: Graph, rule: Subst, room: int | None = None, deadline: float | None = None, ledger: Ledger | None = None
 ) -> tuple[Graph, int, StopReason | None]:
     """One pass: replace every non-overlapping match of ``rule``.
 
@@ -179,10 +276,12 @@ def rewrite_once(
     minus matched nodes replaced; a match that adds none is always taken);
     ``deadline`` (a ``time.perf_counter()`` value) ends it. The matches taken before
     either is reached are applied. Returns the graph, the count, and the limit that
-    ended the pass early (None if none did).
+    ended the pass early (None if none did). A ``ledger`` records what the rewrites
+    created and the matches refused.
     """
     mapping: dict[Node, Node] = {}
     inputs = frozenset(rule.source.inputs)
+    existing = set(graph.rpo()) if ledger is not None else set()
     added = 0
 
     def accept(m: Match) -> bool:
@@ -191,12 +290,16 @@ def rewrite_once(
             raise _Stop(StopReason.TIME_LIMIT)
         builder = build_target(rule, m)
         if isinstance(builder, Rejection):
+            if ledger is not None:
+                ledger.refused(rule, m, builder)
             return False
         growth = len(builder.built) - len({node for p, node in matched_nodes(m) if p not in inputs})
         if room is not None and growth > 0 and added + growth > room:
             raise _Stop(StopReason.NODE_LIMIT)
         added += growth
         mapping.update(zip(m.outputs, builder.targets))
+        if ledger is not None:
+            ledger.created(rule, existing, builder.targets)
         return True
 
     count, stopped = 0, None
@@ -205,16 +308,21 @@ def rewrite_once(
             count += 1
     except _Stop as stop:
         stopped = stop.args[0]
-    return (graph.replace(mapping) if mapping else graph), count, stopped
+    if not mapping:
+        return graph, count, stopped
+    rewritten = graph.replace(mapping)
+    if ledger is not None:
+        ledger.carry(graph, rewritten, mapping)
+    return rewritten, count, stopped
 
 
 def rewrite_graph(
     graph: Graph, rule: Subst, max_passes: int = DEFAULT_MAX_PASSES, node_limit: int | None = None,
-    deadline: float | None = None,
+    deadline: float | None = None, ledger: Ledger | None = None,
 ) -> tuple[Graph, int, int, StopReason]:
     """Apply ``rule`` pass after pass until no match is left, or a limit: ``max_passes``
     passes (iteration limit), a graph of ``node_limit`` nodes, ``deadline`` (a
-    ``time.perf_counter()`` value).
+    ``time.perf_counter()`` value). A ``ledger`` follows the rewrites (:class:`Ledger`).
 
     Returns the graph, how many times the rule fired, the passes run, and why it
     stopped (``saturated``: nothing matched any more).
@@ -224,7 +332,7 @@ def rewrite_graph(
         if deadline is not None and time.perf_counter() > deadline:
             return graph, total, passes, StopReason.TIME_LIMIT
         room = None if node_limit is None else node_limit - len(graph)
-        graph, count, stopped = rewrite_once(graph, rule, room, deadline)
+        graph, count, stopped = rewrite_once(graph, rule, room, deadline, ledger)
         total += count
         if stopped is not None:
             return graph, total, passes + 1, stopped
@@ -255,10 +363,14 @@ def rewrite(
 
 @dataclass
 class GreedyResult:
-    """What :func:`greedy` did: the workload, rule firings by name, rounds, passes, and why it stopped."""
+    """What :func:`greedy` did: the workload; rewrites done per rule (``fired``, whether or not they
+    survive); the rules whose rewrites ``workload`` holds (``used``, in rule order; see :class:`Ledger`);
+    matches left alone per rule and reason (``rejected``, distinct keys); rounds, passes, and why it stopped."""
 
     workload: Workload
     fired: dict[str, int] = field(default_factory=dict)
+    used: list[str] = field(default_factory=list)
+    rejected: dict[str, dict[str, int]] = field(default_factory=dict)
     rounds: int = 0
     passes: int = 0
     stop_reason: StopReason = StopReason.SATURATED
@@ -300,6 +412,7 @@ def greedy(
     node_limit = None if node_limit is None else check_count("node_limit", node_limit)
     deadline = None if time_limit is None else time.perf_counter() + check_seconds("time_limit", time_limit)
     result = GreedyResult(wl, {rule.name: 0 for rule in rules})
+    ledger = Ledger()
     reason = None
     while reason is None:
         if result.rounds == max_rounds:
@@ -308,10 +421,12 @@ def greedy(
         result.rounds += 1
         changed = False
         for rule in rules:
-            graph, count, passes, stopped = rewrite_graph(result.workload.graph, rule, max_passes, node_limit, deadline)
+            graph, count, passes, stopped = rewrite_graph(result.workload.graph, rule, max_passes, node_limit, deadline,
+                                                          ledger)
             result.passes += passes
             if count:
                 result.workload = to_workload(graph, result.workload, fold_params)
+                ledger.carry(graph, result.workload.graph)
                 result.fired[rule.name] += count
                 changed = True
             if stopped in (StopReason.NODE_LIMIT, StopReason.TIME_LIMIT):
@@ -320,4 +435,7 @@ def greedy(
         if reason is None and not changed:
             reason = StopReason.SATURATED
     result.stop_reason = reason
+    used = ledger.used()
+    result.used = [rule.name for rule in rules if rule.name in used]
+    result.rejected = ledger.rejected
     return result
