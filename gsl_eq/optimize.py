@@ -6,7 +6,9 @@
     new_mod = result.mod
 
 Costs are those of the workload with its parameters folded: a computation on
-parameters only is done once, before deployment, and costs nothing.
+parameters only is done once, before deployment, and costs nothing. The report says
+which rules the returned module uses (``rules_used``), apart from what the run did
+(``applications``, ``rejected``): see :class:`OptimizeReport`.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ import tvm
 
 from . import rules as library
 from .egraph import Iteration, Runner
-from .extract import CostModel, get_cost_model, graph_cost
-from .extract.choose import egglog_extract, priced, rebuild, roots
+from .extract import CostModel, Measured, OpCount, Roofline, get_cost_model, graph_cost
+from .extract.choose import egglog_extract, priced, rebuild, roots, rules_used
 from .extract import Extraction, greedy_dag_extract, ilp_extract, tree_extract
 from .frontend import Subst
 from .graph import Graph, Kind
@@ -44,9 +46,48 @@ EXTRACTION_SHARE = 0.2
 EXTRACTION_SECONDS_PER_ENODE = 40e-6
 
 
+def cost_unit(model: CostModel) -> str:
+    """The unit of ``model``'s costs: seconds (``"s"``) for :class:`Roofline` and :class:`Measured`,
+    ``"op calls"`` for :class:`OpCount`, else the model's ``unit`` attribute, if it has one."""
+    if isinstance(model, (Roofline, Measured)):
+        return "s"
+    if isinstance(model, OpCount):
+        return "op calls"
+    return str(getattr(model, "unit", "cost units"))
+
+
+def display_unit(unit: str) -> tuple[str, float]:
+    """The unit tables show costs of ``unit`` in, and the factor from ``unit`` to it: seconds as
+    microseconds ("us", as the command line prints them)."""
+    return ("us", 1e6) if unit == "s" else (unit, 1.0)
+
+
+def speedup(before: float, after: float) -> float:
+    """``before / after``: above 1 when ``after`` is cheaper; the one direction every table uses."""
+    if after == 0:
+        return math.nan if before == 0 else math.inf
+    return before / after
+
+
 @dataclass
 class OptimizeReport:
-    """What :func:`optimize` did, with costs under ``cost_model`` (lower is better)."""
+    """What :func:`optimize` did, with costs in ``cost_unit`` under ``cost_model`` (lower is better).
+
+    ``rules_used``: the rules whose rewrites the returned module holds, in rule order; empty
+    when the input is returned (``input_returned``; ``notes`` says why). Greedy mode: the
+    rules with a rewrite whose nodes survive to the final graph (folded into one of its
+    parameters counts; a rewrite that creates no node, only removes, counts), see
+    :class:`~gsl_eq.greedy.rewrite.Ledger`. Saturate mode: the rules whose targets built an
+    e-node of the extracted term (each of them, when several built one), and, where the term
+    puts an input node in another place than the input did, the rules whose unions put it
+    there, see :func:`~gsl_eq.extract.choose.rules_used`.
+
+    ``applications``: what the run did per rule, used or not: rewrites done (greedy), matches
+    applied to the e-graph (saturate). ``rejected``: rule -> reason -> matches left alone,
+    counted once per key (the matched subgraph's ops, attributes, types and constants);
+    reasons are "target cannot be typed", "output type would change" and, in saturate mode
+    only, "source guard false" (greedy's matcher refuses those before any count).
+    """
 
     mode: str
     cost_model: str
@@ -56,7 +97,10 @@ class OptimizeReport:
     calls_after: int
     timings: dict[str, float] = field(default_factory=dict)
     rules: list[str] = field(default_factory=list)
-    rules_applied: dict[str, int] = field(default_factory=dict)
+    rules_used: list[str] = field(default_factory=list)
+    applications: dict[str, int] = field(default_factory=dict)
+    rejected: dict[str, dict[str, int]] = field(default_factory=dict)
+    cost_unit: str = "s"
     extractor: str | None = None
     extraction_status: str | None = None
     gap: float | None = None
@@ -70,6 +114,18 @@ class OptimizeReport:
     eclasses: int | None = None
     iterations: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    input_returned: bool = False  # the result did not cost less, or nothing was rewritten
+
+    @property
+    def speedup(self) -> float:
+        """``cost_before / cost_after``."""
+        return speedup(self.cost_before, self.cost_after)
+
+    @property
+    def rules_applied(self) -> dict[str, int]:
+        """The former name of ``applications``, kept for callers not yet updated: these are what
+        the run did, not what the result uses (``rules_used``)."""
+        return self.applications
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,16 +134,17 @@ class OptimizeReport:
         return json.dumps(self.to_dict(), indent=indent, default=str)
 
     def table(self) -> Any:
-        """The report as a rich table."""
+        """The report as a rich table; costs in one unit (the title and the cost row say which)."""
         from rich.table import Table
 
-        t = Table(title=f"gsl_eq optimize ({self.mode})", show_header=False)
+        unit, factor = display_unit(self.cost_unit)
+        t = Table(title=f"gsl_eq optimize ({self.mode}): costs in {unit}, {self.cost_model} model; "
+                        "speedup = before / after", show_header=False)
         t.add_column(style="bold")
         t.add_column()
-        ratio = self.cost_after / self.cost_before if self.cost_before else math.nan
         rows = [
-            ("cost model", self.cost_model),
-            ("cost before -> after", f"{self.cost_before:.6g} -> {self.cost_after:.6g} ({ratio:.3f}x)"),
+            (f"cost ({unit}, {self.cost_model})", f"before {self.cost_before * factor:.6g} -> after "
+             f"{self.cost_after * factor:.6g}: speedup {self.speedup:.3f}x (before / after)"),
             ("op calls before -> after", f"{self.calls_before} -> {self.calls_after}"),
         ]
         if self.mode == "saturate":
@@ -95,8 +152,12 @@ class OptimizeReport:
                      ("stop reason", str(self.stop_reason)),
                      ("extractor", f"{self.extractor} ({self.extraction_status}, gap {_fmt_gap(self.gap)})"),
                      ("time budget", f"{self.time_limit:g} s, {self.extraction_budget:.2f} s of it left for extraction")]
-        applied = ", ".join(f"{k} x{v}" for k, v in sorted(self.rules_applied.items()) if v) or "none"
-        rows += [("rules applied", applied),
+        done = "e-graph applications" if self.mode == "saturate" else "rewrites done"
+        rows += [("rules used", ", ".join(self.rules_used) or
+                  ("none: the input is returned" if self.input_returned else "none")),
+                 (done + (" (discarded)" if self.input_returned else ""), _fmt_counts(self.applications)),
+                 ("rejected " + ("keys" if self.mode == "saturate" else "matches"), "; ".join(
+                     f"{rule}: {_fmt_counts(reasons)}" for rule, reasons in sorted(self.rejected.items())) or "none"),
                  ("time (s)", ", ".join(f"{k} {v:.2f}" for k, v in self.timings.items()))]
         rows += [("note", n) for n in self.notes]
         for k, v in rows:
@@ -188,7 +249,7 @@ def optimize(
     timings = {"fold": time.perf_counter() - start}
     before = graph_cost(wl.graph, model)
     report = OptimizeReport(mode, model.name, before, before, _calls(wl.graph), _calls(wl.graph), timings,
-                            [r.name for r in rule_list])
+                            [r.name for r in rule_list], cost_unit=cost_unit(model))
     report.notes += [f"input: {unfolded} (TVM cannot build it; it stays a computation)" for unfolded in wl.unfolded]
     if mode == "greedy":
         t = time.perf_counter()
@@ -196,7 +257,8 @@ def optimize(
                         time_limit=max(start + time_limit - t, 1e-9))
         timings["rewrite"] = time.perf_counter() - t
         out = result.workload
-        report.rules_applied = dict(result.fired)
+        report.applications = {name: n for name, n in result.fired.items() if n}
+        report.rules_used, report.rejected = result.used, result.rejected
         report.stop_reason = result.stop_reason.value
         if not result.converged:
             report.notes.append(f"greedy rewriting stopped at the {result.stop_reason.value} after "
@@ -206,10 +268,15 @@ def optimize(
                         ilp_time_limit, on_iteration, report)
     report.cost_after, report.calls_after = graph_cost(out.graph, model), _calls(out.graph)
     # Saturate mode changes the module only for a gain: among equal-cost choices the extractor's pick is arbitrary.
-    if report.cost_after > before or (mode == "saturate" and report.cost_after >= before * (1 - 1e-9)):
-        report.notes.append(f"the result cost {report.cost_after:.6g} is not below the input's {before:.6g}: "
-                            "the input is returned")
-        out, report.cost_after, report.calls_after = wl, before, report.calls_before
+    if not report.applications:
+        report.input_returned = True
+        report.notes.append("no rule rewrote anything: the input is returned")
+    elif report.cost_after > before or (mode == "saturate" and report.cost_after >= before * (1 - 1e-9)):
+        report.input_returned = True
+        report.notes.append(f"the result cost {report.cost_after:.6g} {report.cost_unit} is not below the input's "
+                            f"{before:.6g}: the input is returned, no rewrite is used")
+    if report.input_returned:
+        out, report.cost_after, report.calls_after, report.rules_used = wl, before, report.calls_before, []
     report.notes += [f"result: {unfolded} (TVM cannot build it; it stays a computation)"
                      for unfolded in out.unfolded if unfolded not in wl.unfolded]
     timings["total"] = time.perf_counter() - start
@@ -219,6 +286,7 @@ def optimize(
 def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor: str, node_limit: int,
               iter_limit: int, deadline: float, time_limit: float, ilp_time_limit: float,
               on_iteration: Callable[[Iteration], None] | None, report: OptimizeReport) -> Workload:
+    """Saturation, extraction and rebuilding, filling ``report``; returns the extracted workload."""
     timings = report.timings
     runner = Runner(wl.graph, rule_list, node_limit=node_limit, iter_limit=iter_limit, time_limit=time_limit,
                     on_iteration=on_iteration, params=wl.params, extraction_reserve=EXTRACTION_SECONDS_PER_ENODE)
@@ -226,7 +294,8 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     run = runner.run(deadline=deadline - EXTRACTION_SHARE * time_limit)
     timings["saturate"] = run.total_time
     report.stop_reason = run.stop_reason.value
-    report.rules_applied = run.applied()
+    report.applications = {name: n for name, n in run.applied().items() if n}
+    report.rejected = run.rejected()
     report.iterations = [asdict(it) for it in run.iterations]
     t = time.perf_counter()
     report.time_limit, report.extraction_budget = time_limit, deadline - t
@@ -234,13 +303,16 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     report.enodes, report.eclasses = snap.num_enodes, len(snap.classes)
     report.extractor = extractor
     if extractor == "egglog":
-        graph = egglog_extract(runner)
+        choice = egglog_extract(runner, snap)
         report.extraction_status = "tree cost, every e-node 1"
     else:
         egraph = priced(runner.egraph, snap, model)
         chosen = _extract(extractor, egraph, roots(runner, snap), deadline, ilp_time_limit, report)
         report.extraction_status, report.gap, report.extracted_cost = chosen.status, chosen.gap, chosen.cost
-        graph = rebuild(runner, snap, chosen.choice)
+        choice = chosen.choice
+    graph = rebuild(runner, snap, choice)
+    used = rules_used(runner, snap, choice)
+    report.rules_used = [rule.name for k, rule in enumerate(rule_list) if k in used]
     timings["extract"] = time.perf_counter() - t
     t = time.perf_counter()
     out = to_workload(graph, wl, fold_params=False)
@@ -308,3 +380,7 @@ def _ordered(rule_list: list[Subst], order: Sequence[int | str] | None) -> list[
 
 def _fmt_gap(gap: float | None) -> str:
     return "n/a" if gap is None else f"{gap:.2%}"
+
+
+def _fmt_counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} x{v}" for k, v in sorted(counts.items()) if v) or "none"

@@ -26,9 +26,11 @@ nodes written as egglog facts, one *slot* per node, and becomes egglog rules:
   :meth:`Query.decide` says why a key is rejected (:data:`SOURCE_GUARD_FALSE` or a
   :class:`~gsl_eq.greedy.rewrite.Refusal`'s text).
 * *apply* rules, one per variant, read worklist rows (never the e-graph), create
-  the target e-nodes, union each source output with its target and delete the
-  row. To apply a rule in part, the runner moves its rows into buckets (by a
-  hash of the match's e-classes) and a *window* twin applies chosen buckets.
+  the target e-nodes, union each source output with its target, record what they
+  did with the rule's index (``By_`` and ``Merged`` relations, see :mod:`.egraph`)
+  and delete the row. To apply a rule in part, the runner moves its rows into
+  buckets (by a hash of the match's e-classes) and a *window* twin applies chosen
+  buckets.
 
 So e-matching, union and rebuilding stay in the engine, each match is found
 once, and Python sees one row per distinct key, never one per match. A rule
@@ -51,7 +53,7 @@ from ..graph import Graph, Kind, Node
 from ..graph.types import Type
 from ..greedy.match import Matcher
 from ..greedy.rewrite import Rejection, build_target
-from .egraph import BUCKETS, EGraph, constructor_name
+from .egraph import BUCKETS, EGraph, constructor_name, provenance_relation
 
 #: Default largest number of instances a variadic source output is instantiated with.
 MAX_VARIADIC = 3
@@ -118,6 +120,7 @@ class Query:
     """One concrete shape of a rule's source, with its egglog rules and decided keys."""
 
     rule: Subst
+    index: int  # the rule's index in the runner
     name: str
     slots: list[Slot]
     outputs: list[int]
@@ -199,8 +202,9 @@ class Query:
         """The tables of one variant and its apply rules, which read worklist rows, never the
         e-graph: *apply* consumes every row (of either worklist) whose key chose this
         variant, *window* only the bucketed rows of the buckets in ``Open``. Each
-        creates the target's e-nodes, unions each source output with its target and
-        deletes the row."""
+        creates the target's e-nodes, unions each source output with its target,
+        records what it did with the rule's index (``By_`` and ``Merged`` relations)
+        and deletes the row."""
         table, key, sorts = f"{self.name}_{v.index}", self.key_vars(), " ".join(["i64"] * self.key_arity)
         # the key chose this variant: Ok, or (when the target creates nodes) the first created node's form
         lines = [] if v.created else [f"(function Ok_{table} ({sorts}) i64 :merge old)"]
@@ -211,12 +215,14 @@ class Query:
             lookups.append(f"(= A{j} (A_{table}_{j} {key}))")
             args = " ".join(ref[c] for c in children)
             if kind in (Kind.CALL, Kind.TUPLE):
-                term = f"({eg.declare(kind, op, len(children))} A{j} {args})"
+                ctor = eg.declare(kind, op, len(children))
             else:
-                term = f"(GetItem A{j} {args})" if kind is Kind.GETITEM else f"(Const A{j})"
+                ctor = "GetItem" if kind is Kind.GETITEM else "Const"
             ref[("n", j)] = f"new{j}"
-            actions.append(f"(let new{j} {term})")
-        actions += [f"(union p{s} {ref[t]})" for s, t in v.unions]
+            actions += [f"(let new{j} ({ctor} A{j} {args}))", f"({provenance_relation(ctor)} A{j} {args} {self.index})"]
+        # a union with a matched node creates no e-node: Merged records it on the e-class
+        actions += [f"(union p{s} {ref[t]})" + (f" (Merged p{s} {self.index})" if t[0] == "s" else "")
+                    for s, t in v.unions]
         body, head = " ".join(lookups), " ".join(actions)
         row, bucketed = f"(M_{self.name} {self.row()})", f"(MB_{self.name} {self.row()} b)"
         lines += [
@@ -415,5 +421,5 @@ def compile_rule(rule: Subst, index: int, eg: EGraph, max_variadic: int = MAX_VA
                 eg.declare(Kind.CALL, s.op, len(s.children))
             elif s.kind is Kind.TUPLE:
                 eg.declare(Kind.TUPLE, None, len(s.children))
-        queries.append(Query(rule, f"r{index}_{len(queries)}", walk.slots, outputs, walk.kept(outputs)))
+        queries.append(Query(rule, index, f"r{index}_{len(queries)}", walk.slots, outputs, walk.kept(outputs)))
     return queries

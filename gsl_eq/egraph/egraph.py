@@ -15,6 +15,14 @@ module only encodes graphs into it and reads it back:
   in a ``Vec``, because egglog cannot e-match inside a ``Vec``;
 * ``(Id k)`` is a handle on the e-class of node k of a loaded graph, so Python
   can name an e-class in later commands;
+* provenance, for telling which rules an extracted term relies on: the apply actions
+  (see :mod:`.compile`) add ``(By_<constructor> literal children... k)`` for each
+  target e-node ``(<constructor> literal children...)`` rule ``k`` (its index in the
+  runner) builds, new or not, and ``(Merged e k)`` when its target is a matched node
+  (no e-node built: only e-class ``e`` records the union). egglog keeps their
+  e-classes canonical like the e-nodes', so a snapshot tells each e-node the rules
+  that built it and the loaded nodes it is the e-node of, and each e-class the rules
+  that merged a matched node into it (:class:`Provenance`);
 * ``(Foldable e)`` holds for e-classes computable from parameters and constants
   alone (through some e-node): extraction treats them as folded. The ``fold``
   ruleset maintains it;
@@ -30,8 +38,9 @@ module only encodes graphs into it and reads it back:
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Collection, Hashable
 
 import numpy as np
@@ -49,6 +58,9 @@ PRELUDE = """
 (constructor Const (i64) Expr)
 (constructor GetItem (i64 Expr) Expr)
 (relation Foldable (Expr))
+(relation By_Const (i64 i64))
+(relation By_GetItem (i64 Expr i64))
+(relation Merged (Expr i64))
 (ruleset fold)
 (rule ((= e (Const c))) ((Foldable e)) :ruleset fold)
 (rule ((= e (GetItem i t)) (Foldable t)) ((Foldable e)) :ruleset fold)
@@ -105,6 +117,13 @@ class Interner:
         return self.values[i]
 
 
+def provenance_relation(constructor: str) -> str:
+    """The relation recording which rules' targets built e-nodes of ``constructor``: its rows are
+    an e-node's literal (form or constant value id) and children, then the rule's index."""
+    return f"By_{constructor}"
+
+
+@functools.lru_cache(maxsize=None)
 def constructor_name(node_kind: Kind, op: str | None, arity: int) -> str:
     """The egglog constructor of a call (by op and input count) or a tuple (by size)."""
     if node_kind is Kind.TUPLE:
@@ -124,13 +143,25 @@ class Form:
 
 @dataclass(frozen=True)
 class ENode:
-    """One e-node read back from egglog: its kind, op, attribute id and child e-classes."""
+    """One e-node read back from egglog: its kind, op, attribute id, child e-classes and form id."""
 
     kind: Kind
     op: str | None
     attrs: int  # interned attributes (calls), index (getitem), value id (const); -1 otherwise
     name: str | None
     children: tuple[Any, ...]
+    form: int = -1  # interned Form (calls, tuples, projections); -1 otherwise
+
+    @property
+    def key(self) -> tuple[str, Any, tuple[Any, ...]]:
+        """Its egglog term: constructor, literal (a variable's name, a constant's value id, else the
+        form), child e-classes."""
+        if self.kind is Kind.VAR:
+            return "Var", self.name, ()
+        if self.kind is Kind.CONST:
+            return "Const", self.attrs, ()
+        ctor = "GetItem" if self.kind is Kind.GETITEM else constructor_name(self.kind, self.op, len(self.children))
+        return ctor, self.form, self.children
 
 
 class EGraph:
@@ -147,6 +178,8 @@ class EGraph:
         self.constructors: dict[str, tuple[Kind, str | None, int]] = {}
         self.params: set[str] = set()
         self.handles = 0
+        #: The e-node of each loaded node, by handle: constructor, literal, handles of its children.
+        self.loaded: list[tuple[str, Any, tuple[int, ...]]] = []
 
     def run(self, program: str) -> list[Any]:
         """Run egglog program text (declarations, rules, schedules)."""
@@ -161,6 +194,7 @@ class EGraph:
             hashes = " ".join(f"(= n{i} (num {x}))" for i, x in enumerate(children))
             number = mix(str(3 + len(self.constructors)), "a", *(f"n{i}" for i in range(arity)))
             self.run(f"(constructor {name} (i64 {' '.join(['Expr'] * arity)}) Expr)\n"
+                     f"(relation {provenance_relation(name)} (i64 {' '.join(['Expr'] * arity)} i64))\n"
                      f"(rule ({facts}) ((Foldable e)) :ruleset fold)\n"
                      f"(rule ((= e {term}) {hashes}) ((set (num e) {number})) :ruleset number)")
             self.constructors[name] = (kind, op, arity)
@@ -197,7 +231,10 @@ class EGraph:
         for node in graph.rpo():
             k = handle[node] = self.handles
             self.handles += 1
-            term = self._term(node, [int_call("Id", handle[i]) for i in node.inputs])
+            name, literal = self._head(node)
+            term = _call(name, egg.Lit(SPAN, egg.String(literal)) if node.kind is Kind.VAR else int_literal(literal),
+                         *(int_call("Id", handle[i]) for i in node.inputs))
+            self.loaded.append((name, literal, tuple(handle[i] for i in node.inputs)))
             commands.append(egg.ActionCommand(egg.Union(SPAN, int_call("Id", k), term)))
             commands.append(egg.ActionCommand(egg.Set(SPAN, "num", [int_call("Id", k)], int_literal(scramble(k)))))
             if node.kind is Kind.VAR and node.name in self.params:
@@ -206,14 +243,16 @@ class EGraph:
         self.fold()
         return handle
 
-    def _term(self, node: Node, children: list[Any]) -> Any:
+    def _head(self, node: Node) -> tuple[str, Any]:
+        """The constructor of a node's e-node and its literal: a variable's name, a constant's
+        value id, else the form id."""
         if node.kind is Kind.VAR:
             self.var_types[node.name] = self.types(node.type)
-            return _call("Var", egg.Lit(SPAN, egg.String(node.name)))
+            return "Var", node.name
         if node.kind is Kind.CONST:
-            return _call("Const", int_literal(self.const(node.value)))
-        name = "GetItem" if node.kind is Kind.GETITEM else self.declare(node.kind, node.op, len(children))
-        return _call(name, int_literal(self.form(node)), *children)
+            return "Const", self.const(node.value)
+        name = "GetItem" if node.kind is Kind.GETITEM else self.declare(node.kind, node.op, len(node.inputs))
+        return name, self.form(node)
 
     def const_type(self, value_id: int) -> int:
         value = self.consts[value_id]
@@ -241,40 +280,77 @@ class EGraph:
         handles: dict[int, Any] = {}
         types: dict[Any, int] = {}
         foldable: set[Any] = set()
+        built: dict[tuple[str, Any, tuple[Any, ...]], set[int]] = {}
+        merged: dict[Any, set[int]] = {}
         for fname, function in frozen.functions.items():
-            for row in function.rows:
-                if row.subsumed:
-                    continue
-                if fname == "Foldable":
-                    foldable.add(row.inputs[0])
-                elif fname == "Id":
-                    handles[value(row.inputs[0])] = row.output
-                elif fname == "Var":
+            rows = [row for row in function.rows if not row.subsumed]
+            if fname == "Foldable":
+                foldable.update(row.inputs[0] for row in rows)
+            elif fname == "Id":
+                handles.update((value(row.inputs[0]), row.output) for row in rows)
+            elif fname == "Var":
+                for row in rows:
                     name = self.egg.value_to_string(row.inputs[0])
                     classes.setdefault(row.output, []).append(ENode(Kind.VAR, None, -1, name, ()))
                     types[row.output] = self.var_types[name]
-                elif fname == "Const":
+            elif fname == "Const":
+                for row in rows:
                     const = value(row.inputs[0])
                     classes.setdefault(row.output, []).append(ENode(Kind.CONST, None, const, None, ()))
                     types[row.output] = self.const_type(const)
-                elif fname == "GetItem" or fname in self.constructors:
-                    kind, op, _ = self.constructors.get(fname, (Kind.GETITEM, None, 1))
-                    form = self.forms[value(row.inputs[0])]
+            elif fname == "GetItem" or fname in self.constructors:
+                kind, op, _ = self.constructors.get(fname, (Kind.GETITEM, None, 1))
+                for row in rows:
+                    literal = value(row.inputs[0])
+                    form = self.forms[literal]
                     payload = -1 if form.payload is None else form.payload
-                    classes.setdefault(row.output, []).append(ENode(kind, op, payload, None, tuple(row.inputs[1:])))
+                    classes.setdefault(row.output, []).append(
+                        ENode(kind, op, payload, None, tuple(row.inputs[1:]), literal))
                     types[row.output] = form.type
-        return Snapshot(classes, {c: types[c] for c in classes if c in types}, handles, foldable)
+            elif fname == "Merged":
+                for row in rows:
+                    merged.setdefault(row.inputs[0], set()).add(value(row.inputs[1]))
+            elif fname.startswith("By_"):
+                ctor = fname.removeprefix("By_")
+                for row in rows:
+                    inputs = row.inputs
+                    built.setdefault((ctor, value(inputs[0]), tuple(inputs[1:-1])), set()).add(value(inputs[-1]))
+        loaded: dict[tuple[str, Any, tuple[Any, ...]], list[int]] = {}
+        for h, (ctor, literal, children) in enumerate(self.loaded):
+            loaded.setdefault((ctor, literal, tuple(handles[c] for c in children)), []).append(h)
+        return Snapshot(classes, {c: types[c] for c in classes if c in types}, handles, foldable,
+                        Provenance(built, merged, loaded))
+
+
+@dataclass
+class Provenance:
+    """Where the e-nodes of a snapshot come from, by :attr:`ENode.key`: the rules whose targets built
+    each (created it, or built it again), the loaded nodes (handles) each is the e-node of, and the
+    rules that unioned a matched node into each e-class (no e-node built: see :mod:`.compile`)."""
+
+    built: dict[tuple[str, Any, tuple[Any, ...]], set[int]] = field(default_factory=dict)
+    merged: dict[Any, set[int]] = field(default_factory=dict)
+    loaded: dict[tuple[str, Any, tuple[Any, ...]], list[int]] = field(default_factory=dict)
+
+    def built_by(self, e: ENode) -> set[int]:
+        """The indices of the rules whose targets built ``e``."""
+        return self.built.get(e.key, set())
+
+    def loaded_from(self, e: ENode) -> list[int]:
+        """The handles of the loaded nodes ``e`` is the e-node of (none: rules created it)."""
+        return self.loaded.get(e.key, [])
 
 
 @dataclass
 class Snapshot:
     """E-classes (egglog values) -> their e-nodes; the type id of each class; handle -> class;
-    the e-classes computable from parameters and constants alone."""
+    the e-classes computable from parameters and constants alone; where e-nodes come from."""
 
     classes: dict[Any, list[ENode]]
     types: dict[Any, int]
     handles: dict[int, Any]
     foldable: set[Any]
+    provenance: Provenance = field(default_factory=Provenance)
 
     @property
     def num_enodes(self) -> int:

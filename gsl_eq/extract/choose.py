@@ -3,7 +3,8 @@
 :func:`priced` reads a snapshot of the e-graph as the extractors see it: each
 e-class's e-nodes with their cost under a cost model (op calls only; variables,
 constants, tuples and projections are free). :func:`rebuild` turns the choice an
-extractor made into a :class:`~gsl_eq.graph.Graph`, every call re-typed by TVM.
+extractor made into a :class:`~gsl_eq.graph.Graph`, every call re-typed by TVM, and
+:func:`rules_used` names the rules that choice relies on.
 :func:`egglog_extract` is egglog's own extraction (tree cost, every e-node 1),
 kept as the baseline the other extractors are compared with.
 """
@@ -101,37 +102,66 @@ def _node(eg: EGraph, kind: Kind, op: str | None, payload: int, name: str | None
     return Node.call(op, inputs, dict(eg.attrs[payload]))
 
 
-def egglog_extract(runner: Runner) -> Graph:
-    """egglog's built-in extraction of every output (tree cost, every e-node costing 1), as a graph."""
-    eg, graph = runner.egraph, runner.graph
-    variables = {n.name: n for n in graph.inputs}
-    ctors = {name: (kind, op) for name, (kind, op, _) in eg.constructors.items()}
-    memo: dict[tuple, Node] = {}  # hash-consing across the outputs' separate term DAGs
-    outputs = []
-    for out in graph.outputs:
+def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int]) -> set[int]:
+    """The indices (in ``runner.rules``) of the rules the chosen term relies on, from the provenance
+    the e-graph keeps (:mod:`gsl_eq.egraph.egraph`), over the e-nodes :func:`rebuild` would use:
+
+    * a chosen e-node that rules created (not one of the loaded graph's) counts for every rule
+      whose target built it: each one's rewrite yields it on its own (a commutativity rule
+      applied twice builds again what another rule created; it counts too);
+    * a chosen e-node of the loaded graph standing where the loaded graph had another node (at a
+      root, or as a child of a chosen loaded e-node) got there through a union: it counts for the
+      rules whose targets built it again (``relu(x)`` for ``relu(relu(x))``) or, if none did, for
+      those that unioned a matched node into its e-class (``x`` for ``transpose(transpose(x))``).
+      The e-graph does not keep which union joined which e-nodes, so the latter may name a rule
+      whose union the term does not need.
+    """
+    loaded, origin, used = runner.egraph.loaded, snap.provenance, set()
+
+    def check(cls: Hashable, expected: set[int]) -> None:
+        """The chosen e-node of ``cls`` stands where the loaded graph had the nodes ``expected``."""
+        e = snap.classes[cls][choice[cls]]
+        if origin.loaded_from(e) and expected.isdisjoint(origin.loaded_from(e)):
+            used.update(origin.built_by(e) or origin.merged.get(cls, ()))
+
+    for out in runner.graph.outputs:
+        check(snap.handles[runner.handles[out]], {runner.handles[out]})
+    stack, seen = roots(runner, snap), set()
+    while stack:
+        cls = stack.pop()
+        if cls not in seen:
+            seen.add(cls)
+            e = snap.classes[cls][choice[cls]]
+            handles = origin.loaded_from(e)
+            if not handles:
+                used |= origin.built_by(e)
+            for i, child in enumerate(e.children):
+                if handles:
+                    check(child, {loaded[h][2][i] for h in handles})
+                stack.append(child)
+    return used
+
+
+def egglog_extract(runner: Runner, snap: Snapshot) -> dict[Hashable, int]:
+    """egglog's built-in extraction of every output (tree cost, every e-node costing 1), as a choice
+    of e-node per e-class of ``snap`` (taken after the run), for :func:`rebuild`."""
+    eg = runner.egraph
+    position = {e.key: (cls, i) for cls, enodes in snap.classes.items() for i, e in enumerate(enodes)}
+    choice: dict[Hashable, int] = {}
+    for out in runner.graph.outputs:
         (result,) = eg.egg.run_program(egg.Extract(SPAN, int_call("Id", runner.handles[out]), int_literal(0)))
         dag = result.termdag
-        nodes: dict[int, Node] = {}
+        classes: dict[int, Hashable] = {}  # term -> its e-class
         for term_id in range(dag.size()):
             term = dag.get(term_id)
             if not isinstance(term, egg.TermApp):
                 continue
-            literals = [_value(dag.get(a)) for a in term.args if not isinstance(dag.get(a), egg.TermApp)]
-            children = [nodes[a] for a in term.args if isinstance(dag.get(a), egg.TermApp)]
-            key = (term.name, tuple(literals), tuple(id(c) for c in children))
-            if key not in memo:
-                if term.name == "Var":
-                    memo[key] = _node(eg, Kind.VAR, None, -1, literals[0], (), variables)
-                elif term.name == "Const":
-                    memo[key] = _node(eg, Kind.CONST, None, literals[0], None, (), variables)
-                else:  # the literal is the e-node's form; its payload is what the node needs
-                    kind, op = ctors.get(term.name, (Kind.GETITEM, None))
-                    payload = eg.forms[literals[0]].payload
-                    memo[key] = _node(eg, kind, op, -1 if payload is None else payload, None, children, variables)
-            nodes[term_id] = memo[key]
-        outputs.append(nodes[result.term])
-    return Graph(graph.inputs, outputs, graph.returns_tuple)
+            cls, i = position[(term.name, _value(dag.get(term.args[0])), tuple(classes[a] for a in term.args[1:]))]
+            classes[term_id] = cls
+            choice.setdefault(cls, i)  # egglog picks one e-node per e-class for every tree
+    return choice
 
 
 def _value(term: Any) -> Any:
+    """The Python value of an egglog literal term."""
     return term.value.value

@@ -57,7 +57,7 @@ def test_rules_built_on_one_line_get_distinct_names(wl):
     first, second = make_rule(), make_rule()  # same file:line inside make_rule
     assert first.name != second.name and second.name.startswith(first.name.split("#")[0])
     result = optimize(wl, [first, second], mode="greedy", order=[second.name, first.name])
-    assert set(result.report.rules_applied) == {first.name, second.name}
+    assert set(result.report.rules) == {first.name, second.name}
 
 
 def test_two_rules_with_one_explicit_name_are_refused(wl):

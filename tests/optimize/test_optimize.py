@@ -49,7 +49,7 @@ def test_saturate_mode_keeps_the_outputs_and_never_raises_the_cost(model):
     data = json.loads(report.to_json())
     assert data["cost_after"] == report.cost_after and data["stop_reason"] == report.stop_reason
     assert len(data["iterations"]) == len(report.iterations) > 0
-    assert "cost before -> after" in str(report)
+    assert "cost (us, roofline)" in str(report) and f"speedup {report.cost_before / report.cost_after:.3f}x" in str(report)
 
 
 @pytest.mark.parametrize("cost", [OpCount(), Roofline()])
@@ -66,7 +66,7 @@ def test_ilp_is_at_most_greedy_dag_at_most_egglog_and_acyclic(model, cost):
     def folded_cost(graph):
         return graph_cost(to_workload(graph, wl, fold_params=True).graph, cost)
 
-    egglog_cost = folded_cost(egglog_extract(runner))
+    egglog_cost = folded_cost(rebuild(runner, snap, egglog_extract(runner, snap)))
     assert is_acyclic(egraph, rs, ilp.choice) and ilp.status == "optimal"
     assert ilp.cost <= dag.cost + 1e-12 <= egglog_cost + 2e-12
     assert folded_cost(rebuild(runner, snap, ilp.choice)) == pytest.approx(ilp.cost, rel=1e-9)
@@ -109,7 +109,7 @@ def test_greedy_mode_follows_the_order_given():
                                                              if r.name != "parallel_conv_variadic"]])
     diamond_first = optimize(wl, rules.default(), mode="greedy", cost="opcount")
     assert diamond_first.report.cost_after == 1 < merged_first.report.cost_after
-    assert merged_first.report.rules_applied["parallel_conv_variadic"] == 1
+    assert merged_first.report.applications["parallel_conv_variadic"] == 1
     assert_same_outputs(wl, merged_first.workload)
 
 
@@ -155,6 +155,6 @@ def test_saturate_mode_keeps_the_input_when_nothing_is_cheaper():
     x, b = relax.Var("x", relax.TensorType((2, 8), "float32")), relax.Var("b", relax.TensorType((8,), "float32"))
     wl = Workload.from_expr(R.nn.relu(R.add(R.add(x, b), b)), {"x"})
     result = optimize(wl, [rules.add_commutative()], mode="saturate", cost="roofline")
-    assert result.report.rules_applied["add_commutative"] > 0
+    assert result.report.applications["add_commutative"] > 0 and result.report.rules_used == []
     assert result.workload.mod.script() == wl.fold_params().mod.script()
     assert any("not below" in note for note in result.report.notes)
