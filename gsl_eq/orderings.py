@@ -18,18 +18,20 @@ import tvm
 
 from .extract import CostModel, get_cost_model
 from .frontend import Subst
-from .optimize import OptimizeReport, optimize
+from .optimize import OptimizeReport, cost_unit, display_unit, optimize, speedup
 from .workload import Workload
 
 
 @dataclass
 class OrderingComparison:
-    """Greedy mode's report under each ordering (rule names in order) and saturate mode's report."""
+    """Greedy mode's report under each ordering (rule names in order) and saturate mode's report;
+    costs in ``cost_unit`` (see :func:`~gsl_eq.optimize.cost_unit`)."""
 
     cost_model: str
     cost_before: float
     greedy: list[tuple[list[str], OptimizeReport]] = field(default_factory=list)
     saturate: OptimizeReport | None = None
+    cost_unit: str = "s"
 
     @property
     def best_greedy(self) -> float:
@@ -51,13 +53,14 @@ class OrderingComparison:
     def table(self) -> Any:
         from rich.table import Table
 
-        t = Table(title=f"rule orderings, cost model {self.cost_model} (before: {self.cost_before:.6g})")
-        for name in ("mode", "ordering", "cost", "vs saturate", "op calls", "time (s)"):
+        unit, factor = display_unit(self.cost_unit)
+        t = Table(title=f"rule orderings: costs in {unit}, {self.cost_model} model (before: "
+                        f"{self.cost_before * factor:.6g}); speedup = before / after")
+        for name in ("mode", "ordering", f"cost ({unit})", "speedup", "op calls", "time (s)"):
             t.add_column(name)
-        reference = self.saturate.cost_after if self.saturate else math.nan
         for row in self.rows():
-            t.add_row(row["mode"], row["ordering"], f"{row['cost']:.6g}", f"{row['cost'] / reference:.3f}x",
-                      str(row["calls"]), f"{row['time']:.2f}")
+            t.add_row(row["mode"], row["ordering"], f"{row['cost'] * factor:.6g}",
+                      f"{speedup(self.cost_before, row['cost']):.3f}x", str(row["calls"]), f"{row['time']:.2f}")
         return t
 
     def __str__(self) -> str:
@@ -75,14 +78,15 @@ class OrderingComparison:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        costs = sorted(r.cost_after for _, r in self.greedy)
+        unit, factor = display_unit(self.cost_unit)
+        costs = sorted(r.cost_after * factor for _, r in self.greedy)
         fig, ax = plt.subplots(figsize=(8, 4))
         ax.bar(range(len(costs)), costs, color="tab:blue", label="greedy, one bar per ordering (sorted)")
         if self.saturate is not None:
-            ax.axhline(self.saturate.cost_after, color="tab:red", label="saturate")
-        ax.axhline(self.cost_before, color="gray", linestyle="--", label="before")
+            ax.axhline(self.saturate.cost_after * factor, color="tab:red", label="saturate")
+        ax.axhline(self.cost_before * factor, color="gray", linestyle="--", label="before")
         ax.set_xlabel("ordering")
-        ax.set_ylabel(f"cost ({self.cost_model})")
+        ax.set_ylabel(f"cost ({unit}, {self.cost_model})")
         ax.legend()
         fig.tight_layout()
         path = Path(path)
@@ -127,7 +131,7 @@ def compare_orderings(
     names = [r.name for r in rules]
     orders = [[names.index(o) if isinstance(o, str) else o for o in order]
               for order in orderings_of(len(rules), orderings, seed)]
-    result = OrderingComparison(model.name, math.nan)
+    result = OrderingComparison(model.name, math.nan, cost_unit=cost_unit(model))
     for order in orders:
         report = optimize(workload, rules, mode="greedy", cost=model, order=order).report
         result.cost_before = report.cost_before
