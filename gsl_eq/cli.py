@@ -43,9 +43,6 @@ MODEL_NAMES = (
 MODES = ("saturate", "greedy")  # gsl_eq.optimize.MODES
 EXTRACTORS = ("ilp", "greedy", "tree", "egglog")  # gsl_eq.optimize.EXTRACTORS
 COST_MODELS = ("opcount", "roofline", "measured")  # gsl_eq.extract.cost.COST_MODELS
-#: Each cost model's own unit (the JSON report's), the unit tables print its costs in, and the factor between.
-COST_UNITS = {"opcount": ("op calls", "op calls", 1.0), "roofline": ("seconds", "us", 1e6),
-              "measured": ("seconds", "us", 1e6)}
 RULE_SETS = {
     "default": "a safe inference pipeline: legalization, structural clean-up, batch norms folded or lowered, "
                "fusions that never add work",
@@ -189,15 +186,20 @@ def numeric_check(a: Workload, b: Workload) -> float:
 # --------------------------------------------------------------------------- costs, one unit and one direction
 
 
-def cost_unit(cost_model: str) -> str:
-    """How the heading of a table states its costs: "us, roofline model"."""
-    return f"{COST_UNITS[cost_model][1]}, {cost_model} model"
+def shown_unit(unit: str) -> str:
+    """The unit tables print costs of the report's ``unit`` in (seconds as us)."""
+    from .optimize import display_unit
+
+    return display_unit(unit)[0]
 
 
-def fmt_cost(cost: float, cost_model: str) -> str:
-    """A cost in the unit tables print (cost_unit)."""
-    value = cost * COST_UNITS[cost_model][2]
-    return f"{value:.0f}" if cost_model == "opcount" else f"{value:.1f}" if abs(value) >= 1 else f"{value:.3f}"
+def fmt_cost(cost: float, unit: str) -> str:
+    """A cost of the report's ``unit`` in the unit tables print (shown_unit)."""
+    from .optimize import display_unit
+
+    shown, factor = display_unit(unit)
+    value = cost * factor
+    return f"{value:.0f}" if shown == "op calls" else f"{value:.1f}" if abs(value) >= 1 else f"{value:.3f}"
 
 
 def fmt_speedup(before: float, after: float) -> str:
@@ -205,16 +207,16 @@ def fmt_speedup(before: float, after: float) -> str:
     return f"{before / after:.3f}x" if after > 0 else "-"
 
 
-def print_heading(console: Console, what: str, cost_model: str) -> None:
+def print_heading(console: Console, what: str, cost_model: str, unit: str) -> None:
     """The lines above a table of costs: what it shows, in which unit, and what its ratio means."""
-    console.print(f"{what}.\nCosts in {cost_unit(cost_model)}; {SPEEDUP}.")
+    console.print(f"{what}.\nCosts in {shown_unit(unit)}, {cost_model} model; {SPEEDUP}.")
 
 
-def results_table(cost_model: str, with_diff: bool = False) -> Table:
-    """The table demo and optimize print: one row per model and mode (see add_result)."""
+def results_table(unit: str, with_diff: bool = False) -> Table:
+    """The table demo and optimize print: one row per model and mode (see add_result); costs of ``unit``."""
     from rich.table import Table
 
-    unit = COST_UNITS[cost_model][1]
+    unit = shown_unit(unit)
     table = Table()
     for column in ("model", "mode", "op calls", f"before ({unit})", f"after ({unit})", "speedup", "stop", "time (s)",
                    *(["max |diff|"] if with_diff else [])):
@@ -224,8 +226,8 @@ def results_table(cost_model: str, with_diff: bool = False) -> Table:
 
 
 def add_result(table: Table, model: str, r: OptimizeReport, diff: float | None = None, tolerance: float = 1e-4) -> None:
-    cells = [model, r.mode, f"{r.calls_before} -> {r.calls_after}", fmt_cost(r.cost_before, r.cost_model),
-             fmt_cost(r.cost_after, r.cost_model), fmt_speedup(r.cost_before, r.cost_after), r.stop_reason or "-",
+    cells = [model, r.mode, f"{r.calls_before} -> {r.calls_after}", fmt_cost(r.cost_before, r.cost_unit),
+             fmt_cost(r.cost_after, r.cost_unit), fmt_speedup(r.cost_before, r.cost_after), r.stop_reason or "-",
              f"{r.timings['total']:.2f}"]
     if diff is not None:
         cells.append(f"[green]{diff:.1e}[/]" if diff <= tolerance else f"[red]{diff:.1e}[/]")
@@ -233,7 +235,8 @@ def add_result(table: Table, model: str, r: OptimizeReport, diff: float | None =
 
 
 def details_table(r: OptimizeReport) -> Table:
-    """What the results table leaves out: e-graph, extraction, budget, rules applied, phase times, notes."""
+    """What the results table leaves out: e-graph, extraction, budget, the rules the result uses, what
+    the run applied and rejected, phase times, notes."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -247,8 +250,14 @@ def details_table(r: OptimizeReport) -> Table:
                  ("extractor", f"{r.extractor} ({r.extraction_status}, gap {gap})")]
         if r.time_limit is not None and r.extraction_budget is not None:
             rows.append(("time budget", f"{r.time_limit:g} s, {r.extraction_budget:.2f} s of it left for extraction"))
-    rows += [("rules applied", ", ".join(f"{k} x{v}" for k, v in sorted(r.rules_applied.items()) if v) or "none"),
-             ("time (s)", ", ".join(f"{k} {v:.2f}" for k, v in r.timings.items()))]
+    rejected = "; ".join(f"{rule}: " + ", ".join(f"{why} x{n}" for why, n in reasons.items())
+                         for rule, reasons in sorted(r.rejected.items()))
+    applications = ", ".join(f"{k} x{v}" for k, v in sorted(r.applications.items()) if v) or "none"
+    rows += [("rules used", ", ".join(r.rules_used) or "none"),
+             ("applications" + (" (discarded)" if r.input_returned else ""), applications)]
+    if rejected:
+        rows.append(("rejected", rejected))
+    rows.append(("time (s)", ", ".join(f"{k} {v:.2f}" for k, v in r.timings.items())))
     rows += [("note", n) for n in r.notes]
     for key, value in rows:
         table.add_row(key, escape(value))
@@ -262,7 +271,7 @@ def demo(console: Console) -> int:
     """Optimize the embedded models in both modes; print costs, times and a numeric check."""
     from . import rules
 
-    table = results_table("roofline", with_diff=True)
+    table = results_table("s", with_diff=True)
     failures = 0
     registry = model_registry()
     for name in DEMO_MODELS:
@@ -273,7 +282,7 @@ def demo(console: Console) -> int:
             failures += not diff <= 1e-4
             add_result(table, name, result.report, diff)
     print_heading(console, "gsl_eq demo: greedy mode applies the default rules in order, saturate mode the default "
-                           "and algebraic rules at once (ILP extraction)", "roofline")
+                           "and algebraic rules at once (ILP extraction)", "roofline", "s")
     console.print(table)
     return 1 if failures else 0
 
@@ -287,9 +296,9 @@ def run_optimize(console: Console, args: argparse.Namespace) -> int:
         node_limit=args.node_limit, iter_limit=args.iter_limit, time_limit=args.time_limit)
     report = result.report
     stem = Path(args.model).stem
-    table = results_table(report.cost_model)
+    table = results_table(report.cost_unit)
     add_result(table, stem, report)
-    print_heading(console, f"gsl_eq optimize, {args.rules} rules", report.cost_model)
+    print_heading(console, f"gsl_eq optimize, {args.rules} rules", report.cost_model, report.cost_unit)
     console.print(table)
     console.print(details_table(report))
     out = Path(args.output or f"{stem}.optimized.py")
@@ -302,7 +311,7 @@ def run_optimize(console: Console, args: argparse.Namespace) -> int:
         diff = numeric_check(wl, result.workload)
         console.print(f"numeric check: max |diff| = {diff:.1e}")
     console.print(f"wrote {out} (TVMScript), {params} (parameters), "
-                  f"{report_path} (report, costs in {COST_UNITS[report.cost_model][0]})")
+                  f"{report_path} (report, costs in {report.cost_unit})")
     return 0
 
 
@@ -319,19 +328,18 @@ def run_orderings(console: Console, args: argparse.Namespace) -> int:
     with status:
         comparison = compare_orderings(wl, rule_set(args.rules), orderings=args.n, cost=args.cost, seed=args.seed,
                                        plot=args.plot)
-    model = comparison.cost_model
-    unit = COST_UNITS[model][1]
+    model, unit = comparison.cost_model, comparison.cost_unit
     table = Table()
-    for column in ("mode", "ordering", f"cost ({unit})", "speedup", "op calls", "time (s)"):
+    for column in ("mode", "ordering", f"cost ({shown_unit(unit)})", "speedup", "op calls", "time (s)"):
         table.add_column(column, justify="left" if column in ("mode", "ordering") else "right")
     for row in comparison.rows():
-        table.add_row(row["mode"], row["ordering"], fmt_cost(row["cost"], model),
+        table.add_row(row["mode"], row["ordering"], fmt_cost(row["cost"], unit),
                       fmt_speedup(comparison.cost_before, row["cost"]), str(row["calls"]), f"{row['time']:.2f}")
     print_heading(console, f"rule orderings, {Path(args.model).stem}, {args.rules} rules, cost "
-                           f"{fmt_cost(comparison.cost_before, model)} before optimization", model)
+                           f"{fmt_cost(comparison.cost_before, unit)} before optimization", model, unit)
     console.print(table)
     if args.plot:
-        console.print(f"wrote {args.plot} (costs in {COST_UNITS[model][0]})")
+        console.print(f"wrote {args.plot} (costs in {unit})")
     return 0
 
 

@@ -121,12 +121,6 @@ class OptimizeReport:
         """``cost_before / cost_after``."""
         return speedup(self.cost_before, self.cost_after)
 
-    @property
-    def rules_applied(self) -> dict[str, int]:
-        """The former name of ``applications``, kept for callers not yet updated: these are what
-        the run did, not what the result uses (``rules_used``)."""
-        return self.applications
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
