@@ -22,6 +22,7 @@ from . import spec
 from .errors import (
     AttributeOrderError,
     DisconnectedSourceError,
+    InvalidOperandError,
     Loc,
     MissingAttributeError,
     OutputCountError,
@@ -284,6 +285,20 @@ class OrderChecker:
         else:
             problem = f"{p!r}, which is not part of the rule's source{' or target' if self.graph.boundary else ''}"
         raise AttributeOrderError(f"{e!r} in the {what} of {site!r} reads {problem}", e.loc)
+
+
+def check_where(where: object, src: PatternGraph, order: OrderChecker, matched: set[Pattern],
+                loc: Loc) -> tuple[A.AttrExpr, ...]:
+    """A rule's ``where=`` guards: attribute expressions (not Python values: ``a.shape == b.shape``
+    builds one, ``a is b`` does not) reading source patterns every match has, with no free symbol."""
+    guards = tuple(where) if isinstance(where, (list, tuple)) else (where,)
+    for k, guard in enumerate(guards):
+        if not isinstance(guard, A.AttrExpr):
+            raise InvalidOperandError(
+                f"where guard {k} is {guard!r} of type {type(guard).__name__}, not an attribute expression: "
+                "compare attributes of source patterns, e.g. where=a.shape == b.shape", loc)
+        order.check_expr(guard, src.outputs[0], f"where guard {k}", matched, frozenset())
+    return guards
 
 
 def memoizable(roots: Sequence[A.AttrExpr]) -> frozenset[A.AttrExpr]:

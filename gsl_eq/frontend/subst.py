@@ -3,6 +3,7 @@
     subst = Subst(y1, y2)                              # one output each
     subst = Subst([conv1, conv2], [split[0], split[1]])  # paired outputs
     subst = Subst(src, tgt)                            # variadic outputs
+    subst = Subst(a + b, b + a, where=a.shape == b.shape)  # a guard over the matched source
 
 Building a rule runs every semantic check (see :mod:`gsl_eq.frontend.check`)
 and precomputes what executors read: the source and target pattern graphs
@@ -31,8 +32,11 @@ class Subst:
 
     ``src`` and ``tgt`` are each one pattern or a list of output patterns, the
     k-th source output being replaced by the k-th target output; a variadic on
-    both sides pairs up their instances. Raises a :class:`GSLError` subclass
-    naming the faulty element and its line when the rule is malformed.
+    both sides pairs up their instances. ``where`` is a guard (or a list of
+    guards): attribute expressions over any source pattern, checked once the
+    whole source has matched, e.g. ``where=[a.shape == b.shape, w.ndim == 4]``.
+    Raises a :class:`GSLError` subclass naming the faulty element and its line
+    when the rule is malformed.
     """
 
     source: PatternGraph
@@ -40,7 +44,8 @@ class Subst:
     memoizable: frozenset[A.AttrExpr]
     _built_at: collections.Counter[str] = collections.Counter()  # unnamed rules per source line
 
-    def __init__(self, src: Pattern | Sequence[Pattern], tgt: Pattern | Sequence[Pattern], name: str | None = None):
+    def __init__(self, src: Pattern | Sequence[Pattern], tgt: Pattern | Sequence[Pattern], name: str | None = None,
+                 where: A.AttrExpr | Sequence[A.AttrExpr] = ()):
         self.loc: Loc = user_location()
         #: A name for reports; defaults to the file:line that built the rule, with ``#k`` for
         #: the k-th rule built there (a loop or a helper function builds several on one line).
@@ -54,6 +59,8 @@ class Subst:
         check.check_target(self.source, self.target, owner, self.loc)
         order = check.OrderChecker(owner)
         matched = order.run(self.source)
+        #: Guards over the whole matched source, each true for the rule to apply (``where=``).
+        self.where: tuple[A.AttrExpr, ...] = check.check_where(where, self.source, order, matched, self.loc)
         order.run(self.target, known=matched)
         #: Target attribute expressions whose value may be memoized while rewriting.
         self.memoizable = check.memoizable(check.attribute_roots(self.target))

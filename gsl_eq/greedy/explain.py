@@ -137,7 +137,7 @@ def _deepest(failures: list[Failure]) -> Failure | None:
     return best
 
 
-def _pattern(p: Pattern | None) -> str | None:
+def _pattern(p: Pattern | None) -> str:
     if p is None:
-        return None
+        return "the whole match"
     return f"{p.describe()} ({os.path.basename(p.loc.filename)}:{p.loc.lineno})"

@@ -149,7 +149,7 @@ class Matcher:
             if not self._search_output(out, Scope()):
                 self._fail(out, None, "no node for source output {} among the successors of the nodes matched", k)
                 return None
-        return self.m if self._closed() else None
+        return self.m if self._guarded() and self._closed() else None
 
     def _search_output(self, target: Pattern, scope: Scope) -> bool:
         """Find ``target``'s node from the pairs matched so far (depth-first over candidate pairs)."""
@@ -230,7 +230,27 @@ class Matcher:
         if len(runs) < (v.min_len or 1):
             self._fail(v, None, "{} instances of the variadic output found, at least {} needed", len(runs), v.min_len)
             return None
-        return self.m if self._closed() else None
+        return self.m if self._guarded() and self._closed() else None
+
+    def _guarded(self) -> bool:
+        """The rule's ``where`` guards, over the whole match."""
+        for guard in self.rule.where:
+            try:
+                if bool(self._eval(guard, Scope())):
+                    continue
+            except EvaluationError as err:
+                return self._fail(None, None, "where {!r} cannot be evaluated: {}", guard, err)
+            return self._fail(None, None, "where {!r} is false{}", guard, self._operands(guard))
+        return True
+
+    def _operands(self, guard: A.AttrExpr) -> str:
+        """For a failure message: the values a false comparison compared."""
+        if self.failures is None or not isinstance(guard, A.Binary):
+            return ""
+        try:
+            return f": {evaluate(guard.lhs, self.m.env(Scope()))!r} against {evaluate(guard.rhs, self.m.env(Scope()))!r}"
+        except EvaluationError:
+            return ""
 
     def _closed(self) -> bool:
         """Condition 4 of f: inner nodes have no successor outside the match, and are not returned."""
