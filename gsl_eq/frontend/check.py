@@ -82,6 +82,9 @@ def _check_template_uses(graph: PatternGraph, owner: dict[Pattern, Variadic]) ->
 def check_source(src: PatternGraph, owner: dict[Pattern, Variadic], loc: Loc) -> None:
     """Patterns a source can match, templates used inside their variadic, connected outputs."""
     for p in src.rpo:
+        if isinstance(p, Const) and p.fill is not None:
+            raise SourcePatternError(f"{p!r} computes its value with fill, which only a target can do; match a "
+                                     "constant by value, or any constant with pat.Const()", p.loc)
         if isinstance(p, Match):
             raise SourcePatternError(f"{p!r} chooses a target by the alternative matched; it can only be used in a target", p.loc)
         if isinstance(p, Instance):
@@ -123,8 +126,9 @@ def check_target(src: PatternGraph, tgt: PatternGraph, owner: dict[Pattern, Vari
             _check_source_use(p, src, tgt, owner, loc)
         elif isinstance(p, (Wildcard, Variable)):
             raise TargetInputError(f"target input {p!r} is not part of the source: a target may only read the source's inputs", p.loc)
-        elif isinstance(p, Const) and p.value is None:
-            raise TargetPatternError(f"{p!r} has no value: a target must give the value of a constant it creates", p.loc)
+        elif isinstance(p, Const) and p.value is None and p.fill is None:
+            raise TargetPatternError(f"{p!r} has no value: a target must give the value of a constant it creates "
+                                     "(value=..., or fill=a function of the match's attributes)", p.loc)
         elif isinstance(p, Alt):
             raise TargetPatternError(f"{p!r} can only be matched; in a target choose with pat.Match or pat.Cond", p.loc)
         elif isinstance(p, Match) and p.alt not in src:

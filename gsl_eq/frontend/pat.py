@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import difflib
 import functools
+import inspect
 import os
-from typing import Any, ClassVar, Iterable, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -165,24 +166,47 @@ class Variable(Pattern):
 
 
 class Const(Pattern):
-    """A constant. ``value=None`` matches any constant; in a target the value is required."""
+    """A constant. ``value=None`` matches any constant; in a target the value is required, or
+    ``fill``: a function computing it from attribute values of the match, passed by keyword::
 
-    __slots__ = ("value",)
+        def identity_kernel(channels, kh, kw):   # a depthwise kernel that copies its input
+            k = np.zeros((channels, 1, kh, kw)); k[:, 0, kh // 2, kw // 2] = 1
+            return k
+        iconv = pat.Const(fill=identity_kernel, channels=x.shape[1], kh=3, kw=3, dtype=x.dtype)
+
+    ``dtype`` (an attribute like the others) casts the value.
+    """
+
+    __slots__ = ("value", "fill")
     kind = "Const"
 
-    def __init__(self, value: Any = None, *, loc: Loc | None = None, **attrs: Any):
+    def __init__(self, value: Any = None, *, fill: Callable[..., Any] | None = None, loc: Loc | None = None,
+                 **attrs: Any):
         loc = loc if loc is not None else user_location()
         if value is not None:
+            if fill is not None:
+                raise InvalidOperandError("a constant takes a value or a fill function, not both", loc)
             try:
                 value = np.asarray(value)
             except (TypeError, ValueError) as err:
                 raise InvalidOperandError(f"{value!r} is not a constant value: {err}", loc) from None
             if value.dtype == object:
                 raise InvalidOperandError(f"{value!r} is not a numeric constant", loc)
+        if fill is not None and not callable(fill):
+            raise InvalidOperandError(f"fill must be a function computing the constant, not {fill!r}", loc)
         self.value: np.ndarray | None = value
+        #: Computes the value from the other attributes' values (a target constant).
+        self.fill = fill
         super().__init__((), attrs, loc)
 
+    def settable_attrs(self) -> frozenset[str]:
+        if self.fill is None:
+            return super().settable_attrs()
+        return super().settable_attrs() | frozenset(inspect.signature(self.fill).parameters)
+
     def describe(self) -> str:
+        if self.fill is not None:
+            return f"Const {getattr(self.fill, '__name__', 'fill')}(...)"
         if self.value is None:
             return "Const"
         return f"Const {self.value.tolist()!r}" if self.value.size <= 4 else f"Const {self.value.shape}"

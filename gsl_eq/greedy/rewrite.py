@@ -16,6 +16,7 @@ holds and counts the matches left alone, for the report.
 from __future__ import annotations
 
 import enum
+import inspect
 import time
 from collections import ChainMap
 from dataclasses import dataclass, field
@@ -93,8 +94,15 @@ class TargetBuilder:
         if isinstance(p, GetItem):
             return Node.getitem(self.build(p.inputs[0], scope), self.eval(p.attrs["index"], scope))
         if isinstance(p, Const):
-            dtype = self.eval(p.attrs["dtype"], scope) if "dtype" in p.attrs else _default_dtype(p.value)
-            return Node.const(np.asarray(p.value, dtype=dtype))
+            value = p.value
+            if p.fill is not None:
+                takes = inspect.signature(p.fill).parameters
+                value = np.asarray(p.fill(**{name: self.eval(expr, scope) for name, expr in p.attrs.items()
+                                             if name in takes}))
+                if "shape" in p.attrs and value.shape != tuple(self.eval(p.attrs["shape"], scope)):
+                    raise RewriteError(f"{p!r} computed a value of shape {value.shape}, not the shape it states")
+            dtype = self.eval(p.attrs["dtype"], scope) if "dtype" in p.attrs else _default_dtype(value)
+            return Node.const(np.asarray(value, dtype=dtype))
         if isinstance(p, Variadic):
             return self._variadic(p, scope)
         if isinstance(p, Cond):
