@@ -1,0 +1,427 @@
+"""TASO's verified substitutions as GSL rules: :func:`taso` (TASO's full sets) and :func:`tensat`
+(the 120 single- and 13 multi-pattern rules of TENSAT's experiments).
+
+The equations come from the TENSAT repository (uwplse/tensat, MIT licence, kept in
+``taso_data/`` with its notice): ``single_rules.txt`` and ``multi_rules.txt`` in TASO's
+``op(args)`` form, ``converted.txt`` and ``converted_multi.txt`` in TENSAT's s-expressions. Each
+equation ``lhs == rhs`` becomes a rule from left to right, named after its file and its index in
+it (``taso:single_rules.txt#17``; a multi-pattern rule is two equations, numbered by its first).
+
+What an op means in Relax (TASO has no broadcasting, so every element-wise pair is guarded to
+one shape; matmul and transpose are 2-d):
+
+======================  =====================================================================
+TASO                    Relax
+======================  =====================================================================
+ewadd, ewmul (a, b)     add, multiply, ``where a.shape == b.shape``
+smul (a, s)             multiply by a 0-d tensor ``s``
+matmul (a, b)           matmul of 2-d tensors (TENSAT's activation argument: 0 none, 2 relu)
+transpose (a)           permute_dims of a 2-d tensor
+relu                    nn.relu
+concat (axis, a, b)     concat
+split_0/1 (split(ax,t)) split of ``t`` at the boundary of the concat inside ``t``, item 0 or 1
+conv2d (sh, sw, p, act, x, w)
+                        nn.conv2d NCHW/OIHW, strides (sh, sw), padding SAME (``p = 0``, odd
+                        kernels: ``(k - 1) / 2`` each side) or VALID (``p = 1``), groups from the
+                        channel counts as TASO infers them; ``act = 2`` adds a relu
+poolavg/poolmax (kh, kw, sh, sw, p, x)
+                        nn.avg_pool2d (counting the padding, as TASO) / nn.max_pool2d
+enlarge (kh, kw, w)     nn.pad of kernel ``w`` to kh x kw, centred
+Iconv (kh, kw)          a C x C kernel copying each of the conv input's C channels
+Cpool (kh, kw)          a depthwise kernel averaging its window (``pat.Const(fill=...)``)
+Imatmul, Iewmul         the identity matrix sized by the other operand / ones
+======================  =====================================================================
+
+Counts (checked by tests/rules/test_taso.py):
+
+* ``single_rules.txt``: 659 equations parsed; 616 translated. Left out: 31 whose left side holds a
+  constant (Iconv, Cpool, Imatmul: a source can match a constant by value only, and these values
+  depend on the shapes matched) and 12 whose two sides are the same term (rewriting a term into
+  itself never ends greedily and adds nothing to an e-graph). Equations that appear more than
+  once in TASO's list stay as separate rules, each named by its own index.
+* ``multi_rules.txt`` / ``converted_multi.txt``: 13 two-output rules each. The 4 whose outputs
+  share no node (e.g. ``[relu(a), relu(b)] -> split(relu(concat(a, b)))``) are left out until
+  saturate mode can pair disconnected outputs; the frontend rejects such a source.
+* ``converted.txt``: 120 parsed; 119 translated (one is the same term on both sides).
+
+A source matches each distinct sub-term with one node (GSL's matching is a bijection), so
+``ewadd(input_1, input_2)`` does not match ``x + x``, which TASO would.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Callable, Iterator, Union
+
+import numpy as np
+
+from ..frontend import GSLError, Subst, attr, op, pat
+from ._common import NCHW
+
+Term = Union[str, tuple]  # an input name, a number, or (op, *args)
+
+_SAME, _VALID = 0, 1
+_ACTIVATIONS = {1: "sigmoid", 2: "relu", 3: "tanh"}  # TASO's activation codes
+
+
+# --- reading the files ------------------------------------------------------------------
+
+
+_TOKEN = re.compile(r"\s*([()=,>]|[A-Za-z_][A-Za-z_0-9]*|-?\d+|\?[A-Za-z_0-9]+)")
+
+
+def _data(name: str) -> str:
+    return resources.files(__package__).joinpath("taso_data", name).read_text()
+
+
+def parse_taso(text: str) -> list[tuple[Term, Term]]:
+    """TASO's ``op(arg, ...)==op(...)`` equations, written one after another (a final ``0`` ends them)."""
+    tokens = [t for t in _TOKEN.findall(text)]
+    pos = 0
+
+    def term() -> Term:
+        nonlocal pos
+        head = tokens[pos]
+        pos += 1
+        if pos < len(tokens) and tokens[pos] == "(":
+            pos += 1
+            args = [term()]
+            while tokens[pos] == ",":
+                pos += 1
+                args.append(term())
+            assert tokens[pos] == ")", f"expected ')' at token {pos}"
+            pos += 1
+            return (head, *args)
+        return head
+
+    equations = []
+    while pos < len(tokens) and tokens[pos] != "0":
+        lhs = term()
+        assert tokens[pos:pos + 2] == ["=", "="], f"expected '==' at token {pos}"
+        pos += 2
+        equations.append((lhs, term()))
+    return equations
+
+
+def parse_tensat(text: str) -> list[tuple[Term, Term]]:
+    """TENSAT's ``(op arg ...)=>(op ...)`` rules, one a line."""
+
+    def term(tokens: list[str], pos: int) -> tuple[Term, int]:
+        if tokens[pos] != "(":
+            return tokens[pos].lstrip("?"), pos + 1
+        head, pos = tokens[pos + 1], pos + 2
+        args = []
+        while tokens[pos] != ")":
+            arg, pos = term(tokens, pos)
+            args.append(arg)
+        return (head, *args), pos + 1
+
+    equations = []
+    for line in text.splitlines():
+        if line.strip():
+            lhs, rhs = line.split("=>")
+            equations.append((term(re.findall(r"[()]|[^\s()]+", lhs), 0)[0], term(re.findall(r"[()]|[^\s()]+", rhs), 0)[0]))
+    return equations
+
+
+def normalize(t: Term) -> Term:
+    """One form for both files: numbers as ints, matmul with its activation, concat without its
+    rank, enlarge to a size."""
+    if isinstance(t, str):
+        return int(t) if re.fullmatch(r"-?\d+", t) else t
+    head, args = t[0], [normalize(a) for a in t[1:]]
+    if head == "matmul" and len(args) == 2:
+        args = [0, *args]
+    if head == "concat" and len(args) == 4:
+        args = [args[0], args[2], args[3]]
+    if head in ("poolavg", "poolmax") and len(args) == 6:
+        args = [*args[:5], 0, args[5]]
+    activation = {"matmul": 0, "conv2d": 3, "poolavg": 5, "poolmax": 5}.get(head)
+    if activation is not None and args[activation] != 0:  # a fused activation is an op of its own in Relax
+        if args[activation] not in _ACTIVATIONS:
+            raise Untranslatable(f"activation {args[activation]}")
+        act, args[activation] = _ACTIVATIONS[args[activation]], 0
+        return (act, (head, *args))
+    return (head, *args)
+
+
+# --- translating --------------------------------------------------------------------------
+
+
+class Untranslatable(Exception):
+    """An equation with no Relax rule; the message says why (the reason counted in the docstring)."""
+
+
+def identity_kernel(channels: int, kh: int, kw: int) -> np.ndarray:
+    """TASO's Iconv: a ``channels x channels`` kernel whose centre tap copies each channel to itself."""
+    kernel = np.zeros((channels, channels, kh, kw))
+    kernel[np.arange(channels), np.arange(channels), (kh - 1) // 2, (kw - 1) // 2] = 1.0
+    return kernel
+
+
+def average_kernel(channels: int, kh: int, kw: int) -> np.ndarray:
+    """TASO's Cpool: a depthwise kernel averaging its window (padding counted, as TASO's pooling)."""
+    return np.full((channels, 1, kh, kw), 1.0 / (kh * kw))
+
+
+def identity_matrix(n: int) -> np.ndarray:
+    """TASO's Imatmul."""
+    return np.eye(n)
+
+
+def ones(shape: tuple[int, ...]) -> np.ndarray:
+    """TASO's Iewmul."""
+    return np.ones(shape)
+
+
+def same_padding(kernel: pat.Pattern) -> tuple:
+    """TASO's SAME padding at stride 1 for an odd kernel: ``(k - 1) / 2`` on each side."""
+    kh, kw = (kernel.shape[2] - 1) // 2, (kernel.shape[3] - 1) // 2
+    return (kh, kw, kh, kw)
+
+
+@dataclass
+class _Side:
+    """Builds the patterns of one side; identical sub-terms are one pattern (on both outputs)."""
+
+    inputs: dict[str, pat.Pattern]
+    source: bool
+    where: list[attr.AttrExpr] = field(default_factory=list)
+    built: dict[Term, pat.Pattern] = field(default_factory=dict)
+    #: The source's patterns, for a target side: guards on them make its ops typable as TASO's are.
+    matched: frozenset = frozenset()
+
+    def __call__(self, t: Term, context: Context = frozenset()) -> pat.Pattern:
+        """The pattern of term ``t``; ``context`` gives what sizes a constant inside it: the data of
+        the conv whose kernel it is in (``data``), the other operand of its matmul or ewmul (``peer``)."""
+        if t in _CONSTANTS:
+            t = (t,)
+        if isinstance(t, str):
+            if t not in self.inputs:
+                if not self.source:
+                    raise Untranslatable(f"the right side reads {t}, which the left side does not")
+                self.inputs[t] = pat.Wildcard()
+            return self.inputs[t]
+        key = (t, tuple(sorted((k, id(v)) for k, v in context))) if _has_constant(t) else t
+        if key not in self.built:
+            self.built[key] = self._make(t, dict(context))
+        return self.built[key]
+
+    def _make(self, t: tuple, context: dict[str, pat.Pattern]) -> pat.Pattern:
+        head, *args = t
+        inherited = frozenset((k, v) for k, v in context.items() if k == "data")
+        if head in ("ewadd", "ewmul"):
+            a = self(args[0], inherited)
+            b = self(args[1], inherited | {("peer", a)})
+            self._guard(a.shape == b.shape, a, b)
+            return (op.Add if head == "ewadd" else op.Multiply)(a, b)
+        if head == "smul":
+            a, s = self(args[0], inherited), self(args[1])
+            self._guard(s.ndim == 0, s)
+            return op.Multiply(a, s)
+        if head == "matmul":
+            a = self(args[1])
+            b = self(args[2], frozenset({("peer", a)}))
+            self._guard((a.ndim == 2) & (b.ndim == 2), a, b)
+            return op.MatMul(a, b)
+        if head in ("relu", "sigmoid", "tanh"):
+            return {"relu": op.ReLU, "sigmoid": op.Sigmoid, "tanh": op.Tanh}[head](self(args[0], inherited))
+        if head == "transpose":
+            a = self(args[0])
+            self._guard(a.ndim == 2, a)
+            if self.source:
+                tr = op.Transpose(a)
+                self._guard((tr.axes == None) | (tr.axes == (1, 0)))  # noqa: E711  (builds an expression)
+                return tr
+            return op.Transpose(a, axes=(1, 0))
+        if head == "concat":
+            axis = args[0]
+            a, b = self(args[1], inherited), self(args[2], inherited)
+            self._guard((a.ndim == b.ndim) & (a.ndim > axis) & (a.shape[:axis] == b.shape[:axis])
+                        & (a.shape[axis + 1:] == b.shape[axis + 1:]), a, b)
+            if self.source:
+                cat = op.Concatenate((a, b))
+                self._guard(cat.axis % a.ndim == axis)
+                return cat
+            return op.Concatenate((a, b), axis=axis)
+        if head == "conv2d":
+            return self._conv(*args)
+        if head in ("poolavg", "poolmax"):
+            return self._pool(head, *args, context=inherited)
+        if head == "enlarge":
+            kh, kw, w = args if len(args) == 3 else (3, 3, args[0])
+            kernel = self(w)
+            if self.source:
+                raise Untranslatable("enlarge on the left side")
+            dh, dw = (kh - kernel.shape[2]) // 2, (kw - kernel.shape[3]) // 2
+            return op.Pad(kernel, pad_width=(0, 0, 0, 0, dh, dh, dw, dw))
+        if head in _CONSTANTS:
+            return self._constant(head, args, context)
+        if head in ("split_0", "split_1"):
+            split = self(args[0])
+            return split[int(head[-1])]
+        if head == "split":
+            axis, inner = args
+            boundary = _boundary(inner)
+            if boundary is None:
+                raise Untranslatable("a split with no single concat inside to take its boundary from")
+            cat_axis, first = boundary
+            return op.Split(self(inner), indices_or_sections=(self(first).shape[cat_axis],), axis=axis)
+        raise Untranslatable(f"op {head} has no Relax meaning here")
+
+    def _conv(self, sh: int, sw: int, padding: int, act: int, x: Term, w: Term) -> pat.Pattern:
+        data = self(x)
+        kernel = self(w, frozenset({("data", data)}))
+        if self.source:
+            pad = same_padding(kernel) if padding == _SAME else (0, 0, 0, 0)
+            # TASO's kernels (input_10 to input_18) read every channel of their input: ungrouped.
+            groups = {"groups": 1} if isinstance(w, str) and _class_of(w) in _UNGROUPED else {}
+            conv = op.Conv2D(data, kernel, strides=(sh, sw), padding=pad, dilation=(1, 1), **groups, **NCHW)
+            if padding == _SAME:
+                self._guard((kernel.shape[2] % 2 == 1) & (kernel.shape[3] % 2 == 1))
+        else:
+            pad = same_padding(kernel) if padding == _SAME else 0
+            conv = op.Conv2D(data, kernel, strides=(sh, sw), padding=pad, groups=data.shape[1] // kernel.shape[1], **NCHW)
+        return conv
+
+    def _pool(self, head: str, kh: int, kw: int, sh: int, sw: int, padding: int, act: int, x: Term,
+              context: Context = frozenset()) -> pat.Pattern:
+        if padding == _SAME and (kh % 2 == 0 or kw % 2 == 0):
+            raise Untranslatable("SAME pooling with an even window")
+        pad = ((kh - 1) // 2, (kw - 1) // 2, (kh - 1) // 2, (kw - 1) // 2) if padding == _SAME else (0, 0, 0, 0)
+        pool = op.AvgPool2D if head == "poolavg" else op.MaxPool2D
+        extra = {"count_include_pad": True} if head == "poolavg" else {}
+        return pool(self(x, context), pool_size=(kh, kw), strides=(sh, sw), padding=pad, dilation=(1, 1),
+                    ceil_mode=False, layout="NCHW", **extra)
+
+    def _constant(self, head: str, args: list, context: dict[str, pat.Pattern]) -> pat.Pattern:
+        if self.source:
+            raise Untranslatable("a constant on the left side")
+        sizer = context.get("data" if head in ("Iconv", "Cpool") else "peer")
+        if sizer is None:
+            raise Untranslatable(f"{head} where no operand built before it gives its size")
+        if head in ("Iconv", "Cpool"):
+            fill = identity_kernel if head == "Iconv" else average_kernel
+            return pat.Const(fill=fill, channels=sizer.shape[1], kh=args[0], kw=args[1], dtype=sizer.dtype)
+        if head == "Imatmul":
+            return pat.Const(fill=identity_matrix, n=sizer.shape[1], dtype=sizer.dtype)
+        return pat.Const(fill=ones, shape=sizer.shape, dtype=sizer.dtype)
+
+    def _guard(self, expr: attr.AttrExpr, *operands: pat.Pattern) -> None:
+        """Require ``expr`` of every match: on the left side always; on the right side when it reads
+        only matched patterns (TASO applies a rule only where its right side is typed, without
+        broadcasting)."""
+        if self.source or all(p in self.matched for p in operands):
+            self.where.append(expr)
+
+
+_CONSTANTS = ("Iconv", "Cpool", "Imatmul", "Iewmul")
+Context = frozenset  # of (what, pattern): what sizes the constants of a sub-term
+
+
+def _has_constant(t: Term) -> bool:
+    if isinstance(t, tuple):
+        return t[0] in _CONSTANTS or any(_has_constant(a) for a in t[1:])
+    return t in _CONSTANTS
+
+
+def _boundary(t: Term) -> tuple[int, Term] | None:
+    """The axis and first operand of the one concat inside ``t``, if there is exactly one."""
+    found = list(_concats(t))
+    return found[0] if len(found) == 1 else None
+
+
+def _concats(t: Term) -> Iterator[tuple[int, Term]]:
+    if isinstance(t, tuple):
+        if t[0] == "concat":
+            yield t[1], t[2]
+        for a in t[1:]:
+            yield from _concats(a)
+
+
+#: TASO's generator verified its equations on fixed shapes, one per class of input names: matrices
+#: (input_1-3), square weights (4-6), images (7-9), 3x3, 1x3 and 3x1 kernels (10-12, 13-15, 16-18).
+_CLASSES = ((1, 2, 3), (4, 5, 6), (7, 8, 9), (10, 11, 12), (13, 14, 15), (16, 17, 18))
+
+
+_UNGROUPED = _CLASSES[3:]
+
+
+def _class_of(name: str) -> tuple[int, ...] | None:
+    k = int(name.rsplit("_", 1)[1])
+    return next((c for c in _CLASSES if k in c), None)
+
+
+def _same_class_guards(inputs: dict[str, pat.Pattern]) -> list[attr.AttrExpr]:
+    """Inputs of one class have one shape, as where TASO verified the equation (two kernels of
+    different output counts, merged into one grouped conv, would misalign its groups)."""
+    guards = []
+    for members in _CLASSES:
+        present = [inputs[f"input_{k}"] for k in members if f"input_{k}" in inputs]
+        guards += [p.shape == present[0].shape for p in present[1:]]
+    return guards
+
+
+def translate(lhs: list[Term], rhs: list[Term], name: str) -> Subst:
+    """The GSL rule of one TASO equation (or a multi-pattern rule: one equation per output)."""
+    if lhs == rhs:
+        raise Untranslatable("both sides are the same term")
+    inputs: dict[str, pat.Pattern] = {}
+    source = _Side(inputs, source=True)
+    src = [source(t) for t in lhs]
+    source.where.extend(_same_class_guards(inputs))
+    matched = frozenset((*inputs.values(), *source.built.values()))
+    target = _Side(inputs, source=False, where=source.where, matched=matched)
+    tgt = [target(t) for t in rhs]
+    try:
+        return Subst(src if len(src) > 1 else src[0], tgt if len(tgt) > 1 else tgt[0], name=name, where=source.where)
+    except GSLError as err:
+        raise Untranslatable(f"GSL rejects it: {type(err).__name__}") from err
+
+
+# --- the libraries --------------------------------------------------------------------------
+
+
+@dataclass
+class Translation:
+    """What translating one file gave: the rules, and each equation left out with its reason."""
+
+    file: str
+    parsed: int
+    rules: list[Subst]
+    left_out: dict[str, list[str]]  # reason -> rule names
+
+
+@functools.cache
+def _equations(file: str) -> tuple[tuple[Term, Term], ...]:
+    text = _data(file)
+    parse = parse_taso if file in ("single_rules.txt", "multi_rules.txt") else parse_tensat
+    return tuple((normalize(lhs), normalize(rhs)) for lhs, rhs in parse(text))
+
+
+def translation(file: str) -> Translation:
+    """Translate every equation of ``file`` (two consecutive equations per rule in the multi files)."""
+    equations = _equations(file)
+    step = 2 if "multi" in file else 1
+    result = Translation(file, len(equations) // step, [], {})
+    for k in range(0, len(equations), step):
+        group = equations[k:k + step]
+        name = f"taso:{file}#{k}"
+        try:
+            result.rules.append(translate([e[0] for e in group], [e[1] for e in group], name))
+        except Untranslatable as why:
+            result.left_out.setdefault(str(why), []).append(name)
+    return result
+
+
+def taso() -> list[Subst]:
+    """Every TASO equation with a Relax meaning: ``single_rules.txt`` and ``multi_rules.txt``."""
+    return [r for file in ("single_rules.txt", "multi_rules.txt") for r in translation(file).rules]
+
+
+def tensat() -> list[Subst]:
+    """TENSAT's experiment set: ``converted.txt`` (single-pattern) and ``converted_multi.txt``."""
+    return [r for file in ("converted.txt", "converted_multi.txt") for r in translation(file).rules]
