@@ -21,6 +21,8 @@ DIMS = (1, 2, 2, 3, 3, 4, 4, 5, 6, 7)
 #: Dtypes a leaf may take when nothing constrains it (float32 most of the time).
 DTYPES = ("float32",) * 8 + ("float16", "int32")
 
+#: How often a free leaf is a 0-d tensor (a scalar operand).
+SCALARS = 0.06
 #: How often a free leaf has one size on every axis: axes mixed up (a wrong permutation,
 #: a wrong reduction axis) then keep the types and show in the values.
 REPEATED = 0.2
@@ -41,7 +43,8 @@ def leaf_type(rng: random.Random, hints: Types, ndim: int | None = None, dtype: 
         dims = tuple(d if d is not None else _dim(rng, hint, k - len(shape)) for k, d in enumerate(shape))
     else:
         if ndim is None:
-            ndim = len(rng.choice(hints).shape) if hints and rng.random() < 0.7 else rng.randint(1, 4)
+            roll = rng.random()
+            ndim = 0 if roll < SCALARS else len(rng.choice(hints).shape) if hints and roll < 0.7 else rng.randint(1, 4)
         hint = rng.choice(hints).shape if hints else ()
         if hint and len(hint) == ndim and rng.random() < 0.3:
             dims = tuple(hint)
@@ -88,8 +91,10 @@ def _trailing(rng: random.Random, position: int, made: Types) -> TensorType:
     return TensorType(data.shape[-rng.randint(1, len(data.shape)):], data.dtype)
 
 
-def _right_operand(rng: random.Random, position: int, made: Types) -> TensorType:
+def _right_operand(rng: random.Random, position: int, made: Types) -> TensorType | None:
     left = made[0]
+    if not left.shape:
+        return None
     batch = left.shape[:-2] if len(left.shape) > 2 and rng.random() < 0.5 else ()
     return TensorType((*batch, left.shape[-1], rng.choice(DIMS)), left.dtype)
 

@@ -6,7 +6,8 @@ users (so a guard can read what it needs, as when matching):
 * a call's attributes take the value of their constraint when it can be
   evaluated already (``strides=conv1.strides``), else a value drawn from
   :mod:`.domains`; TVM types the call; the call's own constraints (its shape,
-  a guard on what came before) are checked at once. A call that TVM cannot
+  a guard on what came before) and the rule's ``where`` guards that can be
+  evaluated by then are checked at once. A call that TVM cannot
   type or that breaks a constraint is drawn again, with fresh leaves, a few
   times before the whole draw is abandoned;
 * a leaf (wildcard, variable, constant) takes the shape, rank and dtype its
@@ -30,6 +31,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..frontend import Subst, spec
+from ..frontend import attr as A
 from ..frontend.errors import EvaluationError
 from ..frontend.evaluation import evaluate, node_attr, satisfies
 from ..frontend.pat import Alt, Call, Cond, Const, GetItem, Pattern, Tuple, Variable, Variadic, Wildcard
@@ -223,6 +225,7 @@ class Synthesizer:
     def _leaf(self, p: Pattern, scope: Scope, hints: tuple[TensorType, ...], prefix: str,
               proposal: TensorType | None = None) -> Node:
         constraint = {name: self._value(expr, scope) for name, expr in p.attrs.items()}
+        constraint.update((name, v) for name, v in self._implied(p) if name not in constraint)
         known = {name: v for name, v in constraint.items() if v is not _UNKNOWN and v is not None}
         shape, ndim, dtype = known.get("shape"), known.get("ndim"), known.get("dtype")
         if not (shape is None or isinstance(shape, (tuple, list))):
@@ -296,8 +299,29 @@ class Synthesizer:
                     ok = False
                 if not ok:
                     raise _Retry
+            for guard in self.rule.where:  # a where guard that can be evaluated already must hold
+                value = self._value(guard, Scope())
+                if value is not _UNKNOWN and not value:
+                    raise _Retry
         finally:
             del scope.table(p, self.m)[p]
+
+    def _implied(self, p: Pattern) -> Iterator[tuple[str, Any]]:
+        """What the rule's ``where`` guards fix of leaf ``p`` now: each ``p.name == expr`` (in a
+        conjunction too) whose other side can be evaluated already."""
+        stack = list(self.rule.where)
+        while stack:
+            guard = stack.pop()
+            if not isinstance(guard, A.Binary):
+                continue
+            if guard.op is A.BinOp.AND:
+                stack += [guard.lhs, guard.rhs]
+            elif guard.op is A.BinOp.EQ:
+                for mine, other in ((guard.lhs, guard.rhs), (guard.rhs, guard.lhs)):
+                    if isinstance(mine, A.GetAttr) and mine.pattern is p:
+                        value = self._value(other, Scope())
+                        if value is not _UNKNOWN:
+                            yield mine.name, value
 
     def _value(self, expr: Any, scope: Scope) -> Any:
         """The value of constraint ``expr`` now, or ``_UNKNOWN`` if it reads what is not made yet."""
