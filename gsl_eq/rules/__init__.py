@@ -15,7 +15,8 @@ into what it can), :func:`default` (a safe inference
 pipeline), :func:`algebraic` (identities for saturate mode), :func:`ring`
 (commutativity, associativity and distributivity of add and multiply, both ways:
 a stress test for saturation limits), :func:`all` (every rule once),
-:func:`tvm_equivalents` (the rules mirroring TVM passes, see :data:`TVM_PASSES`).
+:func:`tvm_equivalents` (the rules mirroring TVM passes, see :data:`TVM_PASSES`), :func:`taso` and
+:func:`tensat` (TASO's verified substitutions, see :mod:`gsl_eq.rules.taso_equations`).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from .structure import (
     split_concat_variadic,
     transpose_transpose,
 )
+from .taso_equations import taso, tensat
 from .tvm_passes import TVM_PASSES, parallel_matmul_bias_variadic
 
 __all__ = [
@@ -73,7 +75,7 @@ __all__ = [
     "legalize", "lowering", "merge_element_wise", "merge_element_wise_variadic", "parallel_conv", "parallel_conv_expand_kernels",
     "parallel_conv_variadic", "parallel_group_conv_variadic", "parallel_matmul", "parallel_matmul_bias_variadic",
     "parallel_matmul_variadic", "reshape_reshape", "split_concat", "split_concat_variadic", "structure",
-    "transpose_transpose", "tvm_equivalents", "two_conv_add",
+    "taso", "tensat", "transpose_transpose", "tvm_equivalents", "two_conv_add",
 ]
 
 

@@ -34,15 +34,24 @@ Imatmul, Iewmul         the identity matrix sized by the other operand / ones
 
 Counts (checked by tests/rules/test_taso.py):
 
-* ``single_rules.txt``: 659 equations parsed; 616 translated. Left out: 31 whose left side holds a
-  constant (Iconv, Cpool, Imatmul: a source can match a constant by value only, and these values
-  depend on the shapes matched) and 12 whose two sides are the same term (rewriting a term into
-  itself never ends greedily and adds nothing to an e-graph). Equations that appear more than
-  once in TASO's list stay as separate rules, each named by its own index.
-* ``multi_rules.txt`` / ``converted_multi.txt``: 13 two-output rules each. The 4 whose outputs
-  share no node (e.g. ``[relu(a), relu(b)] -> split(relu(concat(a, b)))``) are left out until
-  saturate mode can pair disconnected outputs; the frontend rejects such a source.
-* ``converted.txt``: 120 parsed; 119 translated (one is the same term on both sides).
+* ``single_rules.txt``: 659 equations parsed, 607 translated. Left out: 31 whose left side holds a
+  constant (Iconv, Cpool, Imatmul: a source matches a constant by value only, and these values
+  depend on the shapes matched); 21 whose two sides are one term in Relax (12 written alike, 9
+  differing only by TASO's fused activation, a separate relu in Relax): rewriting a term into
+  itself never ends greedily and adds nothing to an e-graph. Equations TASO's list repeats stay
+  separate rules, each named by its own index.
+* ``multi_rules.txt`` and ``converted_multi.txt``: 13 two-output rules each, 7 translated. Left out:
+  the 4 whose outputs share no node (``[relu(a), relu(b)] -> split(relu(concat(a, b)))``; the
+  frontend rejects such a source until saturate mode can pair disconnected outputs), and 2 pairs of
+  one-term equations (the fused activation again).
+* ``converted.txt``: 120 parsed, 118 translated (2 one-term equations).
+
+Guards make each rule hold where it applies (the soundness checker finds each unsound without
+them): element-wise pairs of one shape, 2-d matmul and transpose, TASO's input classes of one shape
+(its generator verified the equations on one shape per class: two kernels of different output
+counts merged into one grouped conv would misalign its groups), ungrouped kernels, and on the
+right side what its typing needs in TASO (concatenated operands agreeing off the axis, an
+enlarged kernel no larger than its target size).
 
 A source matches each distinct sub-term with one node (GSL's matching is a bijection), so
 ``ewadd(input_1, input_2)`` does not match ``x + x``, which TASO would.
@@ -193,6 +202,17 @@ class _Side:
     built: dict[Term, pat.Pattern] = field(default_factory=dict)
     #: The source's patterns, for a target side: guards on them make its ops typable as TASO's are.
     matched: frozenset = frozenset()
+    #: Target patterns' shapes as expressions over the source's, where the translation knows them.
+    shapes: dict[int, Any] = field(default_factory=dict)
+
+    def shape(self, p: pat.Pattern) -> Any:
+        """``p``'s shape as an expression over matched patterns, or None if unknown."""
+        return p.shape if self.source or p in self.matched else self.shapes.get(id(p))
+
+    def _shaped(self, p: pat.Pattern, shape: Any) -> pat.Pattern:
+        if shape is not None and not self.source:
+            self.shapes[id(p)] = attr.to_attr(shape) if isinstance(shape, tuple) else shape
+        return p
 
     def __call__(self, t: Term, context: Context = frozenset()) -> pat.Pattern:
         """The pattern of term ``t``; ``context`` gives what sizes a constant inside it: the data of
@@ -216,35 +236,40 @@ class _Side:
         if head in ("ewadd", "ewmul"):
             a = self(args[0], inherited)
             b = self(args[1], inherited | {("peer", a)})
-            self._guard(a.shape == b.shape, a, b)
-            return (op.Add if head == "ewadd" else op.Multiply)(a, b)
+            sa, sb = self.shape(a), self.shape(b)
+            self._guard(lambda: sa == sb, sa, sb)
+            return self._shaped((op.Add if head == "ewadd" else op.Multiply)(a, b), sa)
         if head == "smul":
             a, s = self(args[0], inherited), self(args[1])
-            self._guard(s.ndim == 0, s)
-            return op.Multiply(a, s)
+            self._guard(lambda: s.ndim == 0)
+            return self._shaped(op.Multiply(a, s), self.shape(a))
         if head == "matmul":
             a = self(args[1])
             b = self(args[2], frozenset({("peer", a)}))
-            self._guard((a.ndim == 2) & (b.ndim == 2), a, b)
-            return op.MatMul(a, b)
+            sa, sb = self.shape(a), self.shape(b)
+            self._guard(lambda: (attr.Len(sa) == 2) & (attr.Len(sb) == 2), sa, sb)
+            return self._shaped(op.MatMul(a, b), None if sa is None or sb is None else (sa[0], sb[1]))
         if head in ("relu", "sigmoid", "tanh"):
-            return {"relu": op.ReLU, "sigmoid": op.Sigmoid, "tanh": op.Tanh}[head](self(args[0], inherited))
+            a = self(args[0], inherited)
+            return self._shaped({"relu": op.ReLU, "sigmoid": op.Sigmoid, "tanh": op.Tanh}[head](a), self.shape(a))
         if head == "transpose":
             a = self(args[0])
-            self._guard(a.ndim == 2, a)
+            sa = self.shape(a)
+            self._guard(lambda: attr.Len(sa) == 2, sa)
             if self.source:
                 tr = op.Transpose(a)
-                self._guard((tr.axes == None) | (tr.axes == (1, 0)))  # noqa: E711  (builds an expression)
+                self._guard(lambda: (tr.axes == None) | (tr.axes == (1, 0)))  # noqa: E711  (builds an expression)
                 return tr
-            return op.Transpose(a, axes=(1, 0))
+            return self._shaped(op.Transpose(a, axes=(1, 0)), None if sa is None else (sa[1], sa[0]))
         if head == "concat":
             axis = args[0]
             a, b = self(args[1], inherited), self(args[2], inherited)
-            self._guard((a.ndim == b.ndim) & (a.ndim > axis) & (a.shape[:axis] == b.shape[:axis])
-                        & (a.shape[axis + 1:] == b.shape[axis + 1:]), a, b)
+            sa, sb = self.shape(a), self.shape(b)
+            self._guard(lambda: (attr.Len(sa) == attr.Len(sb)) & (attr.Len(sa) > axis) & (sa[:axis] == sb[:axis])
+                        & (sa[axis + 1:] == sb[axis + 1:]), sa, sb)
             if self.source:
                 cat = op.Concatenate((a, b))
-                self._guard(cat.axis % a.ndim == axis)
+                self._guard(lambda: cat.axis % a.ndim == axis)
                 return cat
             return op.Concatenate((a, b), axis=axis)
         if head == "conv2d":
@@ -256,8 +281,11 @@ class _Side:
             kernel = self(w)
             if self.source:
                 raise Untranslatable("enlarge on the left side")
+            sk = self.shape(kernel)
+            self._guard(lambda: (sk[2] <= kh) & (sk[3] <= kw) & ((kh - sk[2]) % 2 == 0) & ((kw - sk[3]) % 2 == 0), sk)
             dh, dw = (kh - kernel.shape[2]) // 2, (kw - kernel.shape[3]) // 2
-            return op.Pad(kernel, pad_width=(0, 0, 0, 0, dh, dh, dw, dw))
+            enlarged = op.Pad(kernel, pad_width=(0, 0, 0, 0, dh, dh, dw, dw))
+            return self._shaped(enlarged, None if sk is None else (sk[0], sk[1], kh, kw))
         if head in _CONSTANTS:
             return self._constant(head, args, context)
         if head in ("split_0", "split_1"):
@@ -281,7 +309,7 @@ class _Side:
             groups = {"groups": 1} if isinstance(w, str) and _class_of(w) in _UNGROUPED else {}
             conv = op.Conv2D(data, kernel, strides=(sh, sw), padding=pad, dilation=(1, 1), **groups, **NCHW)
             if padding == _SAME:
-                self._guard((kernel.shape[2] % 2 == 1) & (kernel.shape[3] % 2 == 1))
+                self._guard(lambda: (kernel.shape[2] % 2 == 1) & (kernel.shape[3] % 2 == 1))
         else:
             pad = same_padding(kernel) if padding == _SAME else 0
             conv = op.Conv2D(data, kernel, strides=(sh, sw), padding=pad, groups=data.shape[1] // kernel.shape[1], **NCHW)
@@ -303,19 +331,24 @@ class _Side:
         sizer = context.get("data" if head in ("Iconv", "Cpool") else "peer")
         if sizer is None:
             raise Untranslatable(f"{head} where no operand built before it gives its size")
+        known = self.shape(sizer)
         if head in ("Iconv", "Cpool"):
             fill = identity_kernel if head == "Iconv" else average_kernel
-            return pat.Const(fill=fill, channels=sizer.shape[1], kh=args[0], kw=args[1], dtype=sizer.dtype)
+            kernel = pat.Const(fill=fill, channels=sizer.shape[1], kh=args[0], kw=args[1], dtype=sizer.dtype)
+            channels = None if known is None else known[1]
+            return self._shaped(kernel, None if known is None else (channels, channels if head == "Iconv" else 1, *args))
         if head == "Imatmul":
-            return pat.Const(fill=identity_matrix, n=sizer.shape[1], dtype=sizer.dtype)
-        return pat.Const(fill=ones, shape=sizer.shape, dtype=sizer.dtype)
+            return self._shaped(pat.Const(fill=identity_matrix, n=sizer.shape[1], dtype=sizer.dtype),
+                                None if known is None else (known[1], known[1]))
+        return self._shaped(pat.Const(fill=ones, shape=sizer.shape, dtype=sizer.dtype), known)
 
-    def _guard(self, expr: attr.AttrExpr, *operands: pat.Pattern) -> None:
-        """Require ``expr`` of every match: on the left side always; on the right side when it reads
-        only matched patterns (TASO applies a rule only where its right side is typed, without
-        broadcasting)."""
-        if self.source or all(p in self.matched for p in operands):
-            self.where.append(expr)
+    def _guard(self, build: Callable[[], attr.AttrExpr], *shapes: Any) -> None:
+        """Require the expression ``build()`` of every match when the ``shapes`` it reads are known:
+        on the left side always (where a smul is, there is no other guard to add); on the right side
+        when they are expressions over matched patterns (TASO applies a rule only where its right
+        side is typed, without broadcasting)."""
+        if self.source or (shapes and all(s is not None for s in shapes)):
+            self.where.append(build())
 
 
 _CONSTANTS = ("Iconv", "Cpool", "Imatmul", "Iewmul")
@@ -361,7 +394,8 @@ def _same_class_guards(inputs: dict[str, pat.Pattern]) -> list[attr.AttrExpr]:
     guards = []
     for members in _CLASSES:
         present = [inputs[f"input_{k}"] for k in members if f"input_{k}" in inputs]
-        guards += [p.shape == present[0].shape for p in present[1:]]
+        # every pair, so that whichever input a match (or a draw) meets first fixes the others
+        guards += [p.shape == q.shape for i, p in enumerate(present) for q in present[i + 1:]]
     return guards
 
 
@@ -393,6 +427,8 @@ class Translation:
     parsed: int
     rules: list[Subst]
     left_out: dict[str, list[str]]  # reason -> rule names
+    #: Each rule's equation(s), by rule name: the normalized left and right terms.
+    equations: dict[str, tuple[tuple[Term, ...], tuple[Term, ...]]] = field(default_factory=dict)
 
 
 @functools.cache
@@ -410,8 +446,10 @@ def translation(file: str) -> Translation:
     for k in range(0, len(equations), step):
         group = equations[k:k + step]
         name = f"taso:{file}#{k}"
+        lhs, rhs = tuple(e[0] for e in group), tuple(e[1] for e in group)
         try:
-            result.rules.append(translate([e[0] for e in group], [e[1] for e in group], name))
+            result.rules.append(translate(list(lhs), list(rhs), name))
+            result.equations[name] = (lhs, rhs)
         except Untranslatable as why:
             result.left_out.setdefault(str(why), []).append(name)
     return result

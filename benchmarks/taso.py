@@ -1,0 +1,135 @@
+"""TASO's substitutions (rules.tensat()) against the library's own rules, on TENSAT's seven models.
+
+For each model and rule set, saturate mode with node_limit=50_000 and iter_limit=15 (and the
+suite's time limit): e-nodes, iterations, stop reason, saturation and extraction time, ILP status
+and gap, roofline cost before and after (with the measured model's after/before too, with
+``--measured``), a numeric check against the original; greedy mode's roofline cost with the
+default rules for comparison. TENSAT's own recorded figures close the table.
+
+    python benchmarks/taso.py [--full] [--models nasrnn,bert] [--measured]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import sys
+import time
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+from report import machine, table, write_section  # noqa: E402
+from run import LIMITS, QUICK, max_diff  # noqa: E402
+
+MODELS = ("bert", "nasrnn", "resnext50", "nasnet_a", "inception_v3", "squeezenet", "vgg19")
+RULE_SETS = ("tensat", "tensat+default", "default+algebraic")
+#: TENSAT's recorded figures (its repository's with_release/*_stats.txt: e-nodes, iterations,
+#: saturation seconds) and the speedups over the original graph its paper reports (TASO's
+#: measured cost model, GPU).
+TENSAT = {
+    "bert": ("1,569", "8", "0.49", "9.2 %"), "nasrnn": ("1,990", "3", "0.07", "68.9 %"),
+    "resnext50": ("371", "6", "0.46", "8.8 %"), "nasnet_a": ("7,215", "15", "7.06", "7.3 %"),
+    "inception_v3": ("-", "-", "-", "10.0 %"), "squeezenet": ("-", "-", "-", "24.5 %"),
+    "vgg19": ("-", "-", "-", "8.9 %"),
+}
+
+
+def rules_of(name: str) -> list:
+    from gsl_eq import rules
+
+    return {"tensat": rules.tensat, "tensat+default": lambda: [*rules.tensat(), *rules.default()],
+            "default+algebraic": lambda: [*rules.default(), *rules.algebraic()]}[name]()
+
+
+def measure(model: str, rule_set: str, full: bool, measured: bool) -> dict:
+    from gsl_eq import models, optimize, rules
+    from gsl_eq.extract import get_cost_model, graph_cost
+
+    wl = models.zoo_model(model, **({} if full else QUICK[model]))
+    roofline = get_cost_model("roofline")
+    start = time.perf_counter()
+    result = optimize(wl, rules_of(rule_set), mode="saturate", cost=roofline, extractor="ilp", **LIMITS)
+    r = result.report
+    row = {"model": model, "rules": rule_set, "enodes": r.enodes, "iterations": len(r.iterations),
+           "stop": r.stop_reason, "saturate_s": r.timings["saturate"], "extract_s": r.timings["extract"],
+           "total_s": time.perf_counter() - start, "ilp": r.extraction_status, "gap": r.gap,
+           "before": r.cost_before, "after": r.cost_after}
+    inputs = wl.random_inputs(0)
+    row["diff"] = max_diff(wl(**inputs), result.workload(**inputs))
+    if rule_set == "default+algebraic":
+        row["greedy"] = optimize(wl, rules.default(), mode="greedy", cost=roofline).report.cost_after
+    if measured:
+        timed = get_cost_model("measured")
+        row["measured_ratio"] = graph_cost(wl.fold_params().graph, timed) / graph_cost(result.workload.graph, timed)
+    return row
+
+
+def in_child(*args) -> dict:
+    def child(conn) -> None:
+        try:
+            conn.send(measure(*args))
+        except Exception as e:
+            traceback.print_exc()
+            conn.send({"model": args[0], "rules": args[1], "error": f"{type(e).__name__}: {e}"})
+
+    receive, send = multiprocessing.Pipe(duplex=False)
+    process = multiprocessing.get_context("spawn").Process(target=child, args=(send,))
+    process.start()
+    send.close()
+    try:
+        row = receive.recv()
+    except EOFError:
+        row = {"model": args[0], "rules": args[1], "error": "the process died"}
+    process.join()
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="the published sizes (default: the suite's quick sizes)")
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--measured", action="store_true", help="also price before and after with the measured model")
+    args = parser.parse_args()
+    rows = []
+    for model in args.models.split(","):
+        for rule_set in RULE_SETS:
+            rows.append(in_child(model, rule_set, args.full, args.measured))
+            print(rows[-1], flush=True)
+    body = []
+    for row in rows:
+        if "error" in row:
+            body.append([row["model"], row["rules"], "error: " + row["error"], *[""] * 10])
+            continue
+        speedup = row["before"] / row["after"] if row["after"] else float("nan")
+        gap = "-" if row["gap"] is None else f"{row['gap']:.1%}"
+        body.append([row["model"], row["rules"], row["enodes"], row["iterations"], row["stop"],
+                     f"{row['saturate_s']:.2f}", f"{row['extract_s']:.2f}", f"{row['ilp']} ({gap})",
+                     f"{row['before'] * 1e6:.1f}", f"{row['after'] * 1e6:.1f}", f"{speedup:.3f}x",
+                     f"{row['greedy'] * 1e6:.1f}" if "greedy" in row else "",
+                     f"{row['measured_ratio']:.3f}x" if "measured_ratio" in row else "-",
+                     f"{row['diff']:.1e}"])
+    size = "published sizes" if args.full else "quick sizes (benchmarks/run.py's QUICK)"
+    lines = [
+        f"`python benchmarks/taso.py{' --full' if args.full else ''}{' --measured' if args.measured else ''}` "
+        f"on {machine()}; {size}; saturate mode with node_limit={LIMITS['node_limit']}, "
+        f"iter_limit={LIMITS['iter_limit']}, time_limit={LIMITS['time_limit']:g} s, ILP extraction. Costs in us "
+        "under the roofline model; speedup = before / after; greedy = greedy mode with rules.default(). "
+        "measured = before / after under the measured model. diff = largest relative difference of the outputs.",
+        "",
+        table(["model", "rules", "e-nodes", "iterations", "stop", "saturate (s)", "extract (s)", "ILP (gap)",
+               "before (us)", "after (us)", "speedup", "greedy (us)", "measured", "diff"], body),
+        "",
+        "TENSAT's own figures (its repository's with_release/*_stats.txt; speedups from its paper, TASO's "
+        "measured cost model on a GPU; published sizes):",
+        "",
+        table(["model", "e-nodes", "iterations", "saturation (s)", "reported speedup"],
+              [[m, *TENSAT[m]] for m in args.models.split(",")]),
+    ]
+    write_section("taso-full" if args.full else "taso-quick", "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""TASO's equations as GSL rules: what is translated and left out, and every rule numerically sound."""
+
+from __future__ import annotations
+
+import pytest
+
+from gsl_eq import rules
+from gsl_eq.rules import taso_equations as taso
+from gsl_eq.soundness import Verdict, check_rule
+
+FILES = ("single_rules.txt", "multi_rules.txt", "converted.txt", "converted_multi.txt")
+#: Rules whose source Relax can never type: they cannot fire (TENSAT's own text concatenates a matrix
+#: with a 4-d kernel there). The checker says "no instance"; nothing to compare.
+VACUOUS = {"taso:converted.txt#85", "taso:converted.txt#86"}
+
+
+@pytest.fixture(scope="module")
+def translations():
+    return {file: taso.translation(file) for file in FILES}
+
+
+def test_counts_are_the_documented_ones(translations):
+    counts = {f: (t.parsed, len(t.rules), {why: len(names) for why, names in t.left_out.items()})
+              for f, t in translations.items()}
+    assert counts["single_rules.txt"] == (659, 607, {"a constant on the left side": 31, "both sides are the same term": 21})
+    assert counts["multi_rules.txt"] == (13, 7, {"both sides are the same term": 2,
+                                                 "GSL rejects it: DisconnectedSourceError": 4})
+    assert counts["converted.txt"] == (120, 118, {"both sides are the same term": 2})
+    assert counts["converted_multi.txt"] == counts["multi_rules.txt"]
+    assert len(rules.taso()) >= 600 and len(rules.tensat()) >= 125
+    assert all(r.name.startswith("taso:") for r in rules.taso() + rules.tensat())
+
+
+def test_parsers_read_both_notations_alike():
+    assert taso.normalize(taso.parse_taso("matmul(input_1,input_4)==transpose(input_1)0")[0][0]) == \
+        taso.normalize(taso.parse_tensat("(matmul 0 ?input_1 ?input_4)=>(transpose ?input_1)")[0][0])
+    # a fused activation is its own op: TASO's conv with relu is relu(conv)
+    assert taso.normalize(taso.parse_tensat("(conv2d 1 1 0 2 ?x ?w)=>?x")[0][0]) == \
+        ("relu", ("conv2d", 1, 1, 0, 0, "x", "w"))
+
+
+def _distinct(translations) -> list[tuple[str, object]]:
+    """One rule per distinct equation over the four files (TASO's list repeats some)."""
+    seen, out = set(), []
+    for t in translations.values():
+        for rule in t.rules:
+            key = t.equations[rule.name]
+            if key not in seen:
+                seen.add(key)
+                out.append((rule.name, rule))
+    return out
+
+
+def test_every_rule_is_sound_on_a_sample(translations):
+    """Each distinct rule on one drawn instance (benchmarks/soundness.py --taso checks more)."""
+    problems = []
+    for name, rule in _distinct(translations):
+        result = check_rule(rule, trials=1, seed=0)
+        expected = Verdict.NO_INSTANCE if name in VACUOUS else Verdict.SOUND
+        if result.verdict is not expected or result.untyped:
+            problems.append(f"{name}: {result.summary()}")
+    assert not problems, "\n".join(problems)
