@@ -9,7 +9,8 @@ users (so a guard can read what it needs, as when matching):
   a guard on what came before) and the rule's ``where`` guards that can be
   evaluated by then are checked at once. A call that TVM cannot
   type or that breaks a constraint is drawn again, with fresh leaves, a few
-  times before the whole draw is abandoned;
+  times; then the call that made its inputs draws again, and so on up, within
+  a budget of calls per draw;
 * a leaf (wildcard, variable, constant) takes the shape, rank and dtype its
   constraints give and draws the rest close to the values it is combined with;
 * a variadic takes a drawn number of instances (its ``length`` constraint, or
@@ -108,7 +109,7 @@ class Synthesizer:
         try:
             outputs = self._outputs()
         except (_Miss, _Retry) as miss:
-            return self._missed(str(miss.args[0]) if miss.args else "no typable draw")
+            return self._missed(str(miss.args[0]) if miss.args else "no typable draw")  # a _Retry has no args
         inputs = [leaf for leaf in self.leaves if leaf in _reachable(outputs)]
         graph = Graph(inputs, outputs)
         try:
@@ -283,7 +284,7 @@ class Synthesizer:
                 if scope.instance is not None:
                     scope.instance.clear()
                     scope.instance.update(open_instance)
-        raise _Miss("no typable draw")
+        raise _Retry  # perhaps what an enclosing call drew before (a shared leaf) is at fault: it draws again
 
     def _check(self, p: Pattern, node: Node, scope: Scope) -> None:
         """Retry unless ``node`` meets every constraint of ``p`` that can be evaluated now."""
