@@ -67,16 +67,18 @@ def measure(model: str, rule_set: str, full: bool, measured: bool) -> dict:
     return row
 
 
-def in_child(*args) -> dict:
-    def child(conn) -> None:
-        try:
-            conn.send(measure(*args))
-        except Exception as e:
-            traceback.print_exc()
-            conn.send({"model": args[0], "rules": args[1], "error": f"{type(e).__name__}: {e}"})
+def _child(conn, args: tuple) -> None:
+    try:
+        conn.send(measure(*args))
+    except Exception as e:
+        traceback.print_exc()
+        conn.send({"model": args[0], "rules": args[1], "error": f"{type(e).__name__}: {e}"})
 
+
+def in_child(*args) -> dict:
+    """:func:`measure` in a fresh process (spawned: a fork after egglog is loaded can hang)."""
     receive, send = multiprocessing.Pipe(duplex=False)
-    process = multiprocessing.get_context("spawn").Process(target=child, args=(send,))
+    process = multiprocessing.get_context("spawn").Process(target=_child, args=(send, args))
     process.start()
     send.close()
     try:
