@@ -6,7 +6,8 @@ import pytest
 
 from gsl_eq import Subst, rules
 
-GROUPS = ("structure", "fusion", "lowering", "legalize", "algebraic", "ring", "default", "all", "tvm_equivalents")
+GROUPS = ("structure", "fusion", "lowering", "legalize", "algebraic", "ring", "default", "all", "tvm_equivalents",
+          "taso", "tensat")  # the last two are TASO's rules, tested in test_taso.py
 LIBRARY = sorted(name for name in rules.__all__ if name not in GROUPS and name != "TVM_PASSES")
 
 # Every rule of GSL's collection that seeds 001/002 show or name, by its name here.
