@@ -147,7 +147,7 @@ def check_rule(rule: Subst, trials: int = 8, seed: int = 0, tries: int | None = 
     shapes, attributes, lengths = set(), set(), set()
     failing: list[tuple[tuple[bool, int], Example]] = []  # wrong values first, then smallest
     for k in range(tries):
-        if result.instances + result.failures + result.untyped + result.unbuildable >= trials:
+        if result.instances + result.failures + result.untyped >= trials:  # an unbuildable source checks nothing
             break
         result.tries += 1
         instance = synthesizer.draw()

@@ -61,8 +61,8 @@ def input_type(op: str, position: int, made: Types, rng: random.Random) -> Tenso
     """A type for input ``position`` of ``op`` that fits the inputs ``made`` before it (a kernel
     for a convolution's data, a channel vector for a norm), or None to draw it freely."""
     propose = _INPUTS.get(op)
-    if propose is None or not made or rng.random() < 0.2:
-        return None
+    if propose is None or not made or not made[0].shape or rng.random() < 0.2:
+        return None  # nothing to fit (a scalar first input included): draw freely
     return propose(rng, position, made)
 
 
@@ -91,10 +91,8 @@ def _trailing(rng: random.Random, position: int, made: Types) -> TensorType:
     return TensorType(data.shape[-rng.randint(1, len(data.shape)):], data.dtype)
 
 
-def _right_operand(rng: random.Random, position: int, made: Types) -> TensorType | None:
+def _right_operand(rng: random.Random, position: int, made: Types) -> TensorType:
     left = made[0]
-    if not left.shape:
-        return None
     batch = left.shape[:-2] if len(left.shape) > 2 and rng.random() < 0.5 else ()
     return TensorType((*batch, left.shape[-1], rng.choice(DIMS)), left.dtype)
 

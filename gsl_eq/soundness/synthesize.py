@@ -110,7 +110,8 @@ class Synthesizer:
             outputs = self._outputs()
         except (_Miss, _Retry) as miss:
             return self._missed(str(miss.args[0]) if miss.args else "no typable draw")  # a _Retry has no args
-        inputs = [leaf for leaf in self.leaves if leaf in _reachable(outputs)]
+        reachable = set(Graph([], outputs).rpo())
+        inputs = [leaf for leaf in self.leaves if leaf in reachable]
         graph = Graph(inputs, outputs)
         try:
             m = Matcher(self.rule, graph).match_at(outputs[0])
@@ -349,13 +350,3 @@ def _tensors(ty: Any) -> tuple[TensorType, ...]:
         return tuple(t for f in ty.fields for t in _tensors(f))
     return (ty,)
 
-
-def _reachable(outputs: list[Node]) -> set[Node]:
-    seen: set[Node] = set()
-    stack = list(outputs)
-    while stack:
-        n = stack.pop()
-        if n not in seen:
-            seen.add(n)
-            stack.extend(n.inputs)
-    return seen
