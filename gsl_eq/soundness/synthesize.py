@@ -43,6 +43,9 @@ from . import domains
 
 #: Fresh draws of one call (with its new leaves) before the whole instance is abandoned.
 CALL_ATTEMPTS = 24
+#: ... fewer for a call nested in another's attempt: its failure may be its inputs' fault, which the
+#: enclosing call redraws; retrying the same inputs at every depth would spend the budget at once.
+NESTED_ATTEMPTS = 4
 #: Calls typed per instance, at most: the budget of one draw.
 CALLS_PER_DRAW = 600
 #: Instances of a variadic beyond its least number.
@@ -106,6 +109,7 @@ class Synthesizer:
         self.leaves: list[Node] = []
         self.names = itertools.count()
         self.budget = CALLS_PER_DRAW
+        self.depth = 0  # of nested attempts
         try:
             outputs = self._outputs()
         except (_Miss, _Retry) as miss:
@@ -274,7 +278,14 @@ class Synthesizer:
     # --- attempts and constraints --------------------------------------------------------
     def _attempts(self, make: Callable[[], Node], scope: Scope) -> Node:
         """``make()``, drawn again (from the state before it) while it asks for a retry."""
-        for _ in range(CALL_ATTEMPTS):
+        self.depth += 1
+        try:
+            return self._attempt_loop(make, scope, CALL_ATTEMPTS if self.depth == 1 else NESTED_ATTEMPTS)
+        finally:
+            self.depth -= 1
+
+    def _attempt_loop(self, make: Callable[[], Node], scope: Scope, attempts: int) -> Node:
+        for _ in range(attempts):
             backup, leaves = self.m.copy(), len(self.leaves)
             open_instance = dict(scope.instance) if scope.instance is not None else None
             try:
