@@ -350,11 +350,9 @@ def run_check(console: Console, args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from .soundness import Verdict, check_rule, failed
+    from .soundness import Verdict, check_rules, failed
 
-    results = []
-    for rule in load_rules(args.rules, args.only):
-        results.append(check_rule(rule, trials=args.trials, seed=args.seed))
+    results = check_rules(load_rules(args.rules, args.only), trials=args.trials, seed=args.seed)
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2, default=str))
         return 1 if failed(results) else 0

@@ -94,7 +94,7 @@ def explain(rule: Subst, workload: Workload | Graph) -> Explanation:
     """
     graph = workload.graph if isinstance(workload, Workload) else workload
     order = {node: k for k, node in enumerate(graph.rpo())}
-    first = Matcher(rule, graph)._first_output()
+    first = Matcher(rule, graph).first_output()
     result = Explanation(rule.name, len(rule.source))
     for node in graph.rpo():
         if not _could_start(first, node):

@@ -120,7 +120,7 @@ class Matcher:
     # --- search -------------------------------------------------------------------
     def matches(self, accept: Callable[[Match], bool]) -> Iterator[Match]:
         """Every match ``accept`` takes, none overlapping another but at its inputs."""
-        first = self._first_output()
+        first = self.first_output()
         for node in self.graph.rpo():
             if node in self.consumed or not _may_match(first, node):
                 continue
@@ -129,7 +129,8 @@ class Matcher:
                 self.consumed.update(n for p, n in matched_nodes(m) if p not in self.inputs)
                 yield m
 
-    def _first_output(self) -> Pattern:
+    def first_output(self) -> Pattern:
+        """The source pattern a match starts from: the first output (a variadic's first field)."""
         out = self.rule.source.outputs[0]
         if isinstance(out, Variadic):
             return out.first[out.templates.index(out.field)] if out.first else out.field
@@ -137,7 +138,7 @@ class Matcher:
 
     def match_at(self, node: Node, first: Pattern | None = None) -> Match | None:
         """The match whose first source output is ``node``, if there is one."""
-        first = first or self._first_output()
+        first = first or self.first_output()
         self.m = Match()
         source_out = self.rule.source.outputs[0]
         if isinstance(source_out, Variadic):
