@@ -8,13 +8,15 @@ equation ``lhs == rhs`` becomes a rule from left to right, named after its file 
 it (``taso:single_rules.txt#17``; a multi-pattern rule is two equations, numbered by its first).
 
 What an op means in Relax (TASO has no broadcasting, so every element-wise pair is guarded to
-one shape; matmul and transpose are 2-d):
+one shape, except in pointwise equations, which hold under broadcasting too; matmul and transpose
+are 2-d):
 
 ======================  =====================================================================
 TASO                    Relax
 ======================  =====================================================================
-ewadd, ewmul (a, b)     add, multiply, ``where a.shape == b.shape``
-smul (a, s)             multiply by a 0-d tensor ``s``
+ewadd, ewmul (a, b)     add, multiply, ``where a.shape == b.shape`` (any broadcast in an equation
+                        of element-wise ops only: :func:`pointwise`)
+smul (a, s)             multiply by a 0-d tensor ``s`` (any, in a pointwise equation)
 matmul (a, b)           matmul of 2-d tensors (TENSAT's activation argument: 0 none, 2 relu)
 transpose (a)           permute_dims of a 2-d tensor
 relu                    nn.relu
@@ -198,6 +200,8 @@ class _Side:
 
     inputs: dict[str, pat.Pattern]
     source: bool
+    #: Whether element-wise pairs may broadcast (a pointwise equation: see :func:`pointwise`).
+    broadcast: bool = False
     where: list[attr.AttrExpr] = field(default_factory=list)
     built: dict[Term, pat.Pattern] = field(default_factory=dict)
     #: The source's patterns, for a target side: guards on them make its ops typable as TASO's are.
@@ -237,12 +241,14 @@ class _Side:
             a = self(args[0], inherited)
             b = self(args[1], inherited | {("peer", a)})
             sa, sb = self.shape(a), self.shape(b)
-            self._guard(lambda: sa == sb, sa, sb)
-            return self._shaped((op.Add if head == "ewadd" else op.Multiply)(a, b), sa)
+            if not self.broadcast:
+                self._guard(lambda: sa == sb, sa, sb)
+            return self._shaped((op.Add if head == "ewadd" else op.Multiply)(a, b), None if self.broadcast else sa)
         if head == "smul":
             a, s = self(args[0], inherited), self(args[1])
-            self._guard(lambda: s.ndim == 0)
-            return self._shaped(op.Multiply(a, s), self.shape(a))
+            if not self.broadcast:
+                self._guard(lambda: s.ndim == 0)
+            return self._shaped(op.Multiply(a, s), None if self.broadcast else self.shape(a))
         if head == "matmul":
             a = self(args[1])
             b = self(args[2], frozenset({("peer", a)}))
@@ -399,16 +405,30 @@ def _same_class_guards(inputs: dict[str, pat.Pattern]) -> list[attr.AttrExpr]:
     return guards
 
 
+_POINTWISE = frozenset({"ewadd", "ewmul", "smul", "relu", "sigmoid", "tanh", "Iewmul"})
+
+
+def pointwise(*terms: Term) -> bool:
+    """Whether ``terms`` hold only element-wise ops. TASO verified its equations on tensors of one
+    shape, so an equation of such terms is an identity of scalars, and it holds as well where Relax
+    broadcasts: each output element is the same scalar function of the inputs' elements it reads
+    (whether the two sides have one output type is checked at every match)."""
+    return all(t in _POINTWISE if t in _CONSTANTS else not isinstance(t, tuple) or (t[0] in _POINTWISE and pointwise(*t[1:]))
+               for t in terms)
+
+
 def translate(lhs: list[Term], rhs: list[Term], name: str) -> Subst:
     """The GSL rule of one TASO equation (or a multi-pattern rule: one equation per output)."""
     if lhs == rhs:
         raise Untranslatable("both sides are the same term")
     inputs: dict[str, pat.Pattern] = {}
-    source = _Side(inputs, source=True)
+    broadcast = pointwise(*lhs, *rhs)
+    source = _Side(inputs, source=True, broadcast=broadcast)
     src = [source(t) for t in lhs]
-    source.where.extend(_same_class_guards(inputs))
+    if not broadcast:
+        source.where.extend(_same_class_guards(inputs))
     matched = frozenset((*inputs.values(), *source.built.values()))
-    target = _Side(inputs, source=False, where=source.where, matched=matched)
+    target = _Side(inputs, source=False, broadcast=broadcast, where=source.where, matched=matched)
     tgt = [target(t) for t in rhs]
     try:
         return Subst(src if len(src) > 1 else src[0], tgt if len(tgt) > 1 else tgt[0], name=name, where=source.where)

@@ -56,3 +56,25 @@ def test_every_rule_is_sound_on_a_sample(translations):
         if result.verdict is not Verdict.SOUND or result.untyped:
             problems.append(f"{name}: {result.summary()}")
     assert not problems, "\n".join(problems)
+
+
+def test_pointwise_equations_hold_where_relax_broadcasts(same_outputs):
+    """Two biased convs summed: TASO's add reassociations gather the two (1, C, 1, 1) biases, which
+    fold into one; they can because an equation of element-wise ops alone may broadcast."""
+    from tvm import relax
+
+    from gsl_eq import Workload, optimize
+
+    R = relax.op
+    x = relax.Var("x", relax.TensorType((1, 4, 8, 8), "float32"))
+    w1, w2 = (relax.Var(n, relax.TensorType((4, 4, k, k), "float32")) for n, k in (("w1", 3), ("w2", 1)))
+    b1, b2 = (relax.Var(n, relax.TensorType((1, 4, 1, 1), "float32")) for n in ("b1", "b2"))
+    same = dict(padding=(1, 1, 1, 1))
+    y = R.add(R.add(R.nn.conv2d(x, w1, **same), b1), R.add(R.nn.conv2d(x, w2), b2))
+    wl = Workload.from_expr(y, {"x"})
+    equations = taso.translation("converted.txt").equations
+    pointwise = {name for name, (lhs, rhs) in equations.items() if taso.pointwise(*lhs, *rhs)}
+    result = optimize(wl, rules.tensat(), mode="saturate", node_limit=5_000, iter_limit=6)
+    assert result.workload.graph.op_counts()["relax.add"] < wl.graph.op_counts()["relax.add"]
+    assert result.report.rules_used and set(result.report.rules_used) <= pointwise
+    same_outputs(wl, result.workload)
