@@ -36,6 +36,16 @@ So e-matching, union and rebuilding stay in the engine, each match is found
 once, and Python sees one row per distinct key, never one per match. A rule
 with several source outputs becomes one multi-pattern query; distinct outputs
 never match one e-class (M is a bijection, seed 000).
+
+A source whose outputs share no node (``[relu(a), relu(b)]``) would make that
+query a cartesian product of its parts' matches. Instead each part is e-matched
+alone (*find*) into rows of its own, with its own keys; Python decides each new
+combination of part keys once (the same :meth:`Query.decide`, on the combined
+key) and accepts it into ``Pair``; rows wait in buckets until the runner opens
+them (*activate*), and *pair* joins the active rows of every part under the
+accepted combinations into the worklist. Pairing is semi-naive, so each
+combination of rows is formed once, and the runner opens only as many buckets as
+its budget of new pairs allows (:meth:`~.runner.Runner._pair`).
 """
 
 from __future__ import annotations
@@ -53,7 +63,7 @@ from ..graph import Graph, Kind, Node
 from ..graph.types import Type
 from ..greedy.match import Matcher
 from ..greedy.rewrite import Rejection, build_target
-from .egraph import BUCKETS, EGraph, constructor_name, provenance_relation
+from .egraph import BUCKETS, EGraph, constructor_name, mix, provenance_relation
 
 #: Default largest number of instances a variadic source output is instantiated with.
 MAX_VARIADIC = 3
@@ -104,15 +114,20 @@ class Rulesets:
     bucket: str
     apply: str
     window: str
+    #: For disconnected sources: the parts' rows into buckets, and active rows paired (the rows
+    #: of opened buckets are made active by a ruleset per query and part, :meth:`Query.activate`).
+    pend: str
+    pair: str
     reject: str = "reject"
     clear: str = "clear"
 
     @classmethod
     def of_rule(cls, k: int) -> "Rulesets":
-        return cls(f"search_{k}", f"bucket_{k}", f"apply_{k}", f"window_{k}")
+        return cls(*(f"{kind}_{k}" for kind in ("search", "bucket", "apply", "window", "pend", "pair")))
 
     def declarations(self) -> str:
-        return "\n".join(f"(ruleset {r})" for r in (self.search, self.bucket, self.apply, self.window))
+        own = (self.search, self.bucket, self.apply, self.window, self.pend, self.pair)
+        return "\n".join(f"(ruleset {r})" for r in own)
 
 
 @dataclass
@@ -125,12 +140,24 @@ class Query:
     slots: list[Slot]
     outputs: list[int]
     kept: list[int]  # the slots a worklist row holds: the outputs and what the target reads
+    #: The slots of each connected part of the source, when it has several (outputs sharing no
+    #: node): each part is e-matched alone and its matches are paired (:meth:`program`).
+    components: list[list[int]] = field(default_factory=list)
     variants: dict[tuple, Variant] = field(default_factory=dict)
     seen: set[tuple[int, ...]] = field(default_factory=set)
+    #: Per component, the component keys already combined into full keys.
+    component_seen: list[set[tuple[int, ...]]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.component_seen = [set() for _ in self.components]
 
     @property
     def multi_output(self) -> bool:
         return len(self.outputs) > 1
+
+    @property
+    def disconnected(self) -> bool:
+        return len(self.components) > 1
 
     @property
     def created(self) -> int:
@@ -141,15 +168,23 @@ class Query:
     def key_arity(self) -> int:
         return sum(s.in_key for s in self.slots)
 
+    def key_positions(self, slots: list[int]) -> list[int]:
+        """Where the values of ``slots`` are in the key."""
+        position = list(itertools.accumulate((s.in_key for s in self.slots), initial=0))
+        return [position[i] for i in sorted(slots) if self.slots[i].in_key]
+
     # --- text of the egglog rules -------------------------------------------------------
-    def facts(self) -> str:
-        """The source as egglog facts. The key is the form of every call, tuple and projection
-        (attributes and types: a leaf's type is in its parent's form) and every constant's value,
-        all bound by the pattern itself: no lookups."""
+    def facts(self, slots: list[int] | None = None) -> str:
+        """The source (or the part of it in ``slots``) as egglog facts. The key is the form of every
+        call, tuple and projection (attributes and types: a leaf's type is in its parent's form)
+        and every constant's value, all bound by the pattern itself: no lookups."""
+        chosen = set(range(len(self.slots)) if slots is None else slots)
         facts, j = [], 0
         for i, s in enumerate(self.slots):
             children = " ".join(f"p{c}" for c in s.children)
-            if s.has_form:
+            if i not in chosen:
+                pass
+            elif s.has_form:
                 ctor = "GetItem" if s.kind is Kind.GETITEM else constructor_name(s.kind, s.op, len(s.children))
                 facts.append(f"(= p{i} ({ctor} k{j} {children}))")
             elif s.kind is Kind.CONST:
@@ -157,15 +192,19 @@ class Query:
             elif s.kind is Kind.VAR:
                 facts.append(f"(= p{i} (Var n{i}))")
             j += s.in_key
-        facts += [f"(!= p{a} p{b})" for a, b in itertools.combinations(self.outputs, 2)]
+        outputs = [o for o in self.outputs if o in chosen]
+        facts += [f"(!= p{a} p{b})" for a, b in itertools.combinations(outputs, 2)]
         return " ".join(facts)
 
-    def key_vars(self) -> str:
-        return " ".join(f"k{j}" for j in range(self.key_arity))
+    def key_vars(self, slots: list[int] | None = None) -> str:
+        positions = range(self.key_arity) if slots is None else self.key_positions(slots)
+        return " ".join(f"k{j}" for j in positions)
 
-    def row(self) -> str:
-        """The columns of a worklist row: the e-classes of the kept slots, then the key."""
-        return " ".join([*(f"p{i}" for i in self.kept), self.key_vars()])
+    def row(self, slots: list[int] | None = None) -> str:
+        """The columns of a worklist row: the e-classes of the kept slots, then the key (of the
+        part of the source in ``slots``, or of the whole)."""
+        kept = self.kept if slots is None else [i for i in self.kept if i in slots]
+        return " ".join([*(f"p{i}" for i in kept), self.key_vars(slots)])
 
     def program(self, rulesets: "Rulesets") -> str:
         """The relations of the query and its rules but the apply rules (:meth:`variant_program`).
@@ -176,27 +215,68 @@ class Query:
         bucketed worklist ``MB_<q>`` (a hash of the row's e-classes picks the bucket), from which buckets can be applied one by one; *clear*
         empties both worklists.
         """
-        ints = " ".join(["i64"] * self.key_arity)
-        exprs = " ".join(["Expr"] * len(self.kept))
         key, row = self.key_vars(), f"(M_{self.name} {self.row()})"
-        hashes = " ".join(f"(= h{i} (num p{i}))" for i in self.kept)
-        bucket = "0"
-        for i in self.kept:
-            bucket = f"(^ {bucket} h{i})"
-        return "\n".join([
-            f"(relation Key_{self.name} ({ints}))",
-            f"(relation Rej_{self.name} ({ints}))",
-            f"(relation M_{self.name} ({exprs} {ints}))",
-            f"(relation MB_{self.name} ({exprs} {ints} i64))",
-            f"(rule ({self.facts()}) ((Key_{self.name} {key}) {row}) :ruleset {rulesets.search} "
-            f":name \"search {self.name}\")",
+        lines = [
+            f"(relation Key_{self.name} ({self._sorts()}))",
+            f"(relation Rej_{self.name} ({self._sorts()}))",
+            *self._bucketed("M", "MB", None, rulesets.bucket, rulesets.clear),
             f"(rule ({row} (Rej_{self.name} {key})) ((delete {row})) :ruleset {rulesets.reject})",
-            f"(rule ({row} {hashes}) ((MB_{self.name} {self.row()} (% {bucket} {BUCKETS})) (delete {row})) "
-            f":ruleset {rulesets.bucket})",
-            f"(rule ({row}) ((delete {row})) :ruleset {rulesets.clear})",
-            f"(rule ((MB_{self.name} {self.row()} b)) ((delete (MB_{self.name} {self.row()} b))) "
-            f":ruleset {rulesets.clear})",
-        ])
+        ]
+        if not self.disconnected:
+            lines.append(f"(rule ({self.facts()}) ((Key_{self.name} {key}) {row}) :ruleset {rulesets.search} "
+                         f":name \"search {self.name}\")")
+            return "\n".join(lines)
+        # Each part is matched alone ("find"); its rows wait (Pend, then PendB in a bucket) until
+        # their bucket is opened (Act), and active rows of every part are paired under the keys
+        # Python accepted (Pair): pairing is semi-naive, so each combination is formed once.
+        lines.append(f"(relation Pair_{self.name} ({self._sorts()}))")
+        for c, part in enumerate(self.components):
+            pend, act = f"(Pend_{self.name}_{c} {self.row(part)})", f"(Act_{self.name}_{c} {self.row(part)})"
+            lines += [
+                f"(relation Key_{self.name}_{c} ({self._sorts(part)}))",
+                f"(relation Act_{self.name}_{c} ({self._sorts(part, exprs=True)}))",
+                *self._bucketed("Pend", "PendB", part, rulesets.pend, rulesets.clear),
+                f"(ruleset {self.activate(c)})",
+                f"(rule ({self.facts(part)}) ((Key_{self.name}_{c} {self.key_vars(part)}) {pend}) "
+                f":ruleset {rulesets.search} :name \"find {self.name}_{c}\")",
+                f"(rule ((Open b) (PendB_{self.name}_{c} {self.row(part)} b)) "
+                f"({act} (delete (PendB_{self.name}_{c} {self.row(part)} b))) :ruleset {self.activate(c)})",
+                f"(rule ({act}) ((delete {act})) :ruleset {rulesets.clear})",
+            ]
+        across = [f"(!= p{a} p{b})" for x, y in itertools.combinations(self.components, 2)
+                  for a in self.outputs if a in x for b in self.outputs if b in y]
+        acts = " ".join(f"(Act_{self.name}_{c} {self.row(part)})" for c, part in enumerate(self.components))
+        lines.append(f"(rule ({acts} (Pair_{self.name} {key}) {' '.join(across)}) ({row}) :ruleset {rulesets.pair} "
+                     f":name \"search {self.name}\")")
+        return "\n".join(lines)
+
+    def activate(self, c: int) -> str:
+        """The ruleset making the rows of part ``c`` in opened buckets active."""
+        return f"activate_{self.name}_{c}"
+
+    def _sorts(self, slots: list[int] | None = None, exprs: bool = False) -> str:
+        """The column sorts of a key (or, with ``exprs``, of a row) of the source or of the part in ``slots``."""
+        kept = [i for i in self.kept if slots is None or i in slots] if exprs else []
+        keys = self.key_arity if slots is None else len(self.key_positions(slots))
+        return " ".join(["Expr"] * len(kept) + ["i64"] * keys)
+
+    def _bucketed(self, table: str, bucketed: str, slots: list[int] | None, bucket: str, clear: str) -> list[str]:
+        """A worklist of rows (of the source, or of the part in ``slots``) and its bucketed twin:
+        the *bucket* rule moves each row to a bucket a hash of its e-classes picks."""
+        suffix = "" if slots is None else f"_{self.components.index(slots)}"
+        plain, sorts, cols = f"{table}_{self.name}{suffix}", self._sorts(slots, exprs=True), self.row(slots)
+        twin = f"{bucketed}_{self.name}{suffix}"
+        kept = [i for i in self.kept if slots is None or i in slots]
+        hashes = " ".join(f"(= h{i} (num p{i}))" for i in kept)
+        mixed = mix(*(f"h{i}" for i in kept))  # not a xor: an e-class's hash is a polynomial of its children's
+        return [
+            f"(relation {plain} ({sorts}))",
+            f"(relation {twin} ({sorts} i64))",
+            f"(rule (({plain} {cols}) {hashes}) (({twin} {cols} (% {mixed} {BUCKETS})) (delete ({plain} {cols}))) "
+            f":ruleset {bucket})",
+            f"(rule (({plain} {cols})) ((delete ({plain} {cols}))) :ruleset {clear})",
+            f"(rule (({twin} {cols} b)) ((delete ({twin} {cols} b))) :ruleset {clear})",
+        ]
 
     def variant_program(self, eg: EGraph, v: Variant, rulesets: "Rulesets") -> str:
         """The tables of one variant and its apply rules, which read worklist rows, never the
@@ -248,7 +328,8 @@ class Query:
         nodes = self._materialize(eg, key)
         outputs = [nodes[o] for o in self.outputs]
         try:
-            m = Matcher(self.rule, Graph([], outputs)).match_at(outputs[0])
+            matcher = Matcher(self.rule, Graph([], outputs))
+            m = matcher.match_outputs(outputs) if self.disconnected else matcher.match_at(outputs[0])
         except (KeyError, EvaluationError, TypeError):
             return SOURCE_GUARD_FALSE
         if m is None or set(m.outputs) != set(outputs):
@@ -421,5 +502,26 @@ def compile_rule(rule: Subst, index: int, eg: EGraph, max_variadic: int = MAX_VA
                 eg.declare(Kind.CALL, s.op, len(s.children))
             elif s.kind is Kind.TUPLE:
                 eg.declare(Kind.TUPLE, None, len(s.children))
-        queries.append(Query(rule, index, f"r{index}_{len(queries)}", walk.slots, outputs, walk.kept(outputs)))
+        parts = _components(walk.slots)
+        queries.append(Query(rule, index, f"r{index}_{len(queries)}", walk.slots, outputs, walk.kept(outputs),
+                             parts if len(parts) > 1 else []))
     return queries
+
+
+def _components(slots: list[Slot]) -> list[list[int]]:
+    """The slots of each connected part of a query (joined through the inputs they share)."""
+    part = list(range(len(slots)))
+
+    def find(i: int) -> int:
+        while part[i] != i:
+            part[i] = part[part[i]]
+            i = part[i]
+        return i
+
+    for i, s in enumerate(slots):
+        for c in s.children:
+            part[find(c)] = find(i)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(slots)):
+        groups.setdefault(find(i), []).append(i)
+    return sorted(groups.values())

@@ -23,6 +23,7 @@ the time left would no longer cover extracting the e-graph.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -112,6 +113,10 @@ def _sum(counts: Iterable[dict[str, int]]) -> dict[str, int]:
         for name, n in c.items():
             total[name] = total.get(name, 0) + n
     return total
+
+
+#: How many rounds of buckets :meth:`Runner._pair` opens per part and iteration.
+PAIRING_ROUNDS = 8
 
 
 @dataclass
@@ -210,10 +215,15 @@ class Runner:
             ticks.append(time.perf_counter())
             self._decide(searched, new_keys, accepted, rejected)
             self._run(search, ["reject"])
+            paired = [k for k in searched if any(q.disconnected for q in self.queries[k])]
+            for k in paired:
+                found[k] += self._pair(k, search)
             ticks.append(time.perf_counter())
             sizes = eg.table_sizes()
             self.backlog = self._backlog(sizes)
-            new_bans = [names[k] for k in searched if self.scheduler.after_search(k, n, found[k])]
+            # a disconnected rule's pairs are already kept to its budget (_pair): no ban for them
+            new_bans = [names[k] for k in searched
+                        if k not in paired and self.scheduler.after_search(k, n, found[k])]
             reason = self._apply_phase(n, apply, eg.size(sizes))
         except _OutOfTime:
             reason = StopReason.TIME_LIMIT
@@ -230,7 +240,7 @@ class Runner:
         if reason is None and enodes >= self.node_limit:
             reason = StopReason.NODE_LIMIT
         if reason is None and not (search.updated or apply.updated):
-            if not any(self.backlog) and len(searched) == len(self.rules):
+            if not any(self.backlog) and not self._unpaired(sizes) and len(searched) == len(self.rules):
                 reason = StopReason.SATURATED
             elif self.scheduler.any_banned(n + 1):  # nothing else changes: lift the bans early (egg does the same)
                 self.scheduler.lift_bans()
@@ -308,6 +318,50 @@ class Runner:
             density = max(density, (applied / opened) if applied else density)
         return applied
 
+    def _pair(self, k: int, counts: _Counts) -> int:
+        """Pair the matches of rule ``k``'s disconnected parts; returns the combinations formed.
+
+        A part's new matches wait in buckets. Making ``r`` rows of part ``c`` active
+        forms ``r`` x (active rows of the other parts) new combinations, so the parts
+        are made active in turn, by rounds of buckets sized on the rows still
+        pending, until the rule's budget (its limit less its backlog) is reached:
+        the combinations formed pass the budget by at most the last round's rows
+        times their partners (a round aims at the rows the budget has left, one
+        bucket at least, so every match is reached). A part is made active whole
+        while another part has no active row (nothing pairs yet).
+        Rows whose e-classes merge later pair again, as egglog matches anew what a
+        merge changes; those pairs build what exists and add no e-node.
+        """
+        eg = self.egraph
+        eg.number()
+        self._run(counts, [f"pend_{k}"])
+        budget = self.scheduler.limit(k) - self.backlog[k]
+        for q in (q for q in self.queries[k] if q.disconnected):
+            sizes = eg.table_sizes()
+            active = [sizes.get(f"Act_{q.name}_{c}", 0) for c in range(len(q.components))]
+            pending = [sizes.get(f"PendB_{q.name}_{c}", 0) for c in range(len(q.components))]
+            for c in range(len(q.components)):
+                others = math.prod(active[:c] + active[c + 1:])
+                for _ in range(PAIRING_ROUNDS):
+                    if not pending[c] or (others and budget <= 0):
+                        break
+                    share = min(1.0, budget / others / pending[c]) if others else 1.0
+                    buckets = range(BUCKETS) if share >= 1 else self.scheduler.buckets(k, share)
+                    eg.egg.run_program(*(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, "Open", [int_literal(b)])))
+                                         for b in buckets))
+                    self._run(counts, [q.activate(c)])
+                    eg.run("(run close 1)")
+                    sizes = eg.table_sizes()
+                    made = sizes.get(f"Act_{q.name}_{c}", 0) - active[c]
+                    active[c], pending[c] = active[c] + made, pending[c] - made
+                    budget -= made * others
+        return sum(self._per_rule_index(self._run(counts, [f"pair_{k}"]), [k]).values())
+
+    def _unpaired(self, sizes: dict[str, int]) -> int:
+        """Matches of disconnected parts not made active yet."""
+        return sum(sizes.get(f"{table}_{q.name}_{c}", 0) for qs in self.queries for q in qs if q.disconnected
+                   for c in range(len(q.components)) for table in ("Pend", "PendB"))
+
     def _backlog(self, sizes: dict[str, int]) -> list[int]:
         """Pending matches per rule: rows in its worklists."""
         return [sum(sizes.get(f"M_{q.name}", 0) + sizes.get(f"MB_{q.name}", 0) for q in qs) for qs in self.queries]
@@ -376,7 +430,8 @@ class Runner:
         for k in rules:
             name = self.rules[k].name
             for q in self.queries[k]:
-                fresh = [key for key in self._keys(q) if key not in q.seen]
+                keys = self._combinations(q) if q.disconnected else self._keys(f"Key_{q.name}", q.key_arity)
+                fresh = [key for key in keys if key not in q.seen]
                 new_keys[name] = new_keys.get(name, 0) + len(fresh)
                 ok = 0
                 for key in fresh:
@@ -389,8 +444,11 @@ class Runner:
                     if isinstance(decision, str):
                         reasons = rejected.setdefault(name, {})
                         reasons[decision] = reasons.get(decision, 0) + 1
-                        commands.append(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, f"Rej_{q.name}", args))))
+                        if not q.disconnected:  # a rejected combination has no rows to drop
+                            commands.append(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, f"Rej_{q.name}", args))))
                         continue
+                    if q.disconnected:
+                        commands.append(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, f"Pair_{q.name}", args))))
                     variant, payloads = decision
                     if len(q.variants) > known:
                         eg.run(q.variant_program(eg, variant, Rulesets.of_rule(k)))
@@ -404,9 +462,30 @@ class Runner:
         if commands:
             eg.egg.run_program(*commands)
 
-    def _keys(self, q: Query) -> list[tuple[int, ...]]:
-        """The rows of ``q``'s key relation (only that relation is read, not the whole e-graph)."""
+    def _keys(self, relation: str, arity: int) -> list[tuple[int, ...]]:
+        """The rows of a key relation (only that relation is read, not the whole e-graph)."""
         (out,) = self.egraph.egg.run_program(
-            egg.PrintFunction(SPAN, f"Key_{q.name}", None, None, egg.CSVPrintFunctionMode()))
-        arity = q.key_arity
+            egg.PrintFunction(SPAN, relation, None, None, egg.CSVPrintFunctionMode()))
         return [tuple(int(v) for v in line.split(",")[1:1 + arity]) for line in str(out).splitlines() if line]
+
+    def _combinations(self, q: Query) -> list[tuple[int, ...]]:
+        """The keys of disconnected ``q`` combining its parts' keys that were not combined before:
+        those whose first part key new this time is that of part ``c``, for each ``c``."""
+        keys = [self._keys(f"Key_{q.name}_{c}", len(q.key_positions(part))) for c, part in enumerate(q.components)]
+        new = [[key for key in ks if key not in seen] for ks, seen in zip(keys, q.component_seen)]
+        old = [list(seen) for seen in q.component_seen]
+        combinations = []
+        for c in range(len(keys)):
+            pools = [old[d] if d < c else new[c] if d == c else keys[d] for d in range(len(keys))]
+            combinations += itertools.product(*pools)
+        for seen, fresh in zip(q.component_seen, new):
+            seen.update(fresh)
+        positions = [q.key_positions(part) for part in q.components]
+        full = []
+        for combination in combinations:
+            key = [0] * q.key_arity
+            for where, part_key in zip(positions, combination):
+                for j, v in zip(where, part_key):
+                    key[j] = v
+            full.append(tuple(key))
+        return full

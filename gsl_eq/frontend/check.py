@@ -96,16 +96,20 @@ def check_source(src: PatternGraph, owner: dict[Pattern, Variadic], loc: Loc) ->
     _check_connected(src, loc)
 
 
-def _check_connected(src: PatternGraph, loc: Loc) -> None:
-    # Seed 003, definition "图替换规则": for k >= 2, (R(o_1) | ... | R(o_{k-1})) & R(o_k) is not empty.
+def disconnected_output(src: PatternGraph) -> int | None:
+    """The first source output sharing no pattern with the outputs before it, if any (seed 003,
+    definition "图替换规则": for k >= 2, (R(o_1) | ... | R(o_{k-1})) & R(o_k) is not empty).
+    Greedy mode needs a connected source; saturate mode pairs the outputs' e-classes."""
     reached: frozenset[Pattern] = frozenset()
     for k, out in enumerate(src.outputs):
         here = src.reach(out)
         if k and not reached & here:
-            raise DisconnectedSourceError(
-                f"source output {k} {out!r} shares no pattern with the outputs before it; "
-                "every output after the first must read a pattern some earlier output reads", out.loc)
+            return k
         reached |= here
+    return None
+
+
+def _check_connected(src: PatternGraph, loc: Loc) -> None:
     v = src.outputs[0]
     if isinstance(v, Variadic):  # then the only output (check_outputs)
         shared = src.reach(v.field) - set(v.templates)

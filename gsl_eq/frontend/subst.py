@@ -4,6 +4,7 @@
     subst = Subst([conv1, conv2], [split[0], split[1]])  # paired outputs
     subst = Subst(src, tgt)                            # variadic outputs
     subst = Subst(a + b, b + a, where=a.shape == b.shape)  # a guard over the matched source
+    subst = Subst([relu(a), relu(b)], [s[0], s[1]])    # outputs sharing nothing: saturate mode only
 
 Building a rule runs every semantic check (see :mod:`gsl_eq.frontend.check`)
 and precomputes what executors read: the source and target pattern graphs
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from . import attr as A
 from . import check
-from .errors import InvalidOperandError, Loc, user_location
+from .errors import DisconnectedSourceError, InvalidOperandError, Loc, user_location
 from .pat import Pattern, Variadic
 from .pattern_graph import PatternGraph
 
@@ -66,6 +67,25 @@ class Subst:
         self.memoizable = check.memoizable(check.attribute_roots(self.target))
         #: Templates of every variadic of the rule, each with its variadic.
         self.template_owner: dict[Pattern, Variadic] = owner
+        #: The first source output sharing no pattern with those before it, if any: saturate mode
+        #: pairs such outputs, greedy mode cannot match them (:meth:`require_connected`).
+        self.disconnected_output: int | None = check.disconnected_output(self.source)
+
+    @property
+    def connected(self) -> bool:
+        """Whether every source output after the first shares a pattern with one before it."""
+        return self.disconnected_output is None
+
+    def require_connected(self) -> None:
+        """Raise :class:`DisconnectedSourceError` unless the source is connected (greedy mode's
+        matcher reaches every output from the first)."""
+        k = self.disconnected_output
+        if k is not None:
+            out = self.source.outputs[k]
+            raise DisconnectedSourceError(
+                f"rule {self.name}: source output {k} {out!r} shares no pattern with the outputs before it; "
+                "greedy mode reaches every output from the first, so it cannot match this rule "
+                "(saturate mode can: it pairs the outputs' e-classes)", out.loc)
 
     @property
     def inputs(self) -> tuple[Pattern, ...]:

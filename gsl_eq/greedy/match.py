@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections import ChainMap
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -120,6 +120,7 @@ class Matcher:
     # --- search -------------------------------------------------------------------
     def matches(self, accept: Callable[[Match], bool]) -> Iterator[Match]:
         """Every match ``accept`` takes, none overlapping another but at its inputs."""
+        self.rule.require_connected()
         first = self.first_output()
         for node in self.graph.rpo():
             if node in self.consumed or not _may_match(first, node):
@@ -138,6 +139,7 @@ class Matcher:
 
     def match_at(self, node: Node, first: Pattern | None = None) -> Match | None:
         """The match whose first source output is ``node``, if there is one."""
+        self.rule.require_connected()
         first = first or self.first_output()
         self.m = Match()
         source_out = self.rule.source.outputs[0]
@@ -150,6 +152,18 @@ class Matcher:
             if not self._search_output(out, Scope()):
                 self._fail(out, None, "no node for source output {} among the successors of the nodes matched", k)
                 return None
+        return self.m if self._guarded() and self._closed() else None
+
+    def match_outputs(self, nodes: Sequence[Node]) -> Match | None:
+        """The match whose source outputs are ``nodes``, in order, if there is one: the whole
+        match is given, so the source need not be connected (saturate mode pairs e-classes)."""
+        if self.rule.variadic or len(nodes) != len(self.rule.source.outputs):
+            raise ValueError(f"rule {self.rule.name}: match_outputs takes one node per (non-variadic) source output")
+        self.m = Match()
+        for out, node in zip(self.rule.source.outputs, nodes):
+            if not self.match(out, node, Scope()):
+                return None
+            self.m.outputs.append(node)
         return self.m if self._guarded() and self._closed() else None
 
     def _search_output(self, target: Pattern, scope: Scope) -> bool:

@@ -42,10 +42,10 @@ Counts (checked by tests/rules/test_taso.py):
   differing only by TASO's fused activation, a separate relu in Relax): rewriting a term into
   itself never ends greedily and adds nothing to an e-graph. Equations TASO's list repeats stay
   separate rules, each named by its own index.
-* ``multi_rules.txt`` and ``converted_multi.txt``: 13 two-output rules each, 7 translated. Left out:
-  the 4 whose outputs share no node (``[relu(a), relu(b)] -> split(relu(concat(a, b)))``; the
-  frontend rejects such a source until saturate mode can pair disconnected outputs), and 2 pairs of
-  one-term equations (the fused activation again).
+* ``multi_rules.txt`` and ``converted_multi.txt``: 13 two-output rules each, 11 translated. Left
+  out: 2 pairs of one-term equations (the fused activation again). 4 of them have outputs that
+  share no node (``[relu(a), relu(b)] -> split(relu(concat(a, b)))``): saturate mode pairs their
+  matches, greedy mode refuses them (:meth:`~gsl_eq.frontend.Subst.require_connected`).
 * ``converted.txt``: 120 parsed, 118 translated (2 one-term equations).
 
 Guards make each rule hold where it applies (the soundness checker finds each unsound without

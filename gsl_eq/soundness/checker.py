@@ -34,8 +34,7 @@ from typing import Any, Iterable, NamedTuple, Sequence
 import numpy as np
 
 from ..frontend import Subst
-from ..greedy.match import Matcher
-from ..greedy.rewrite import Refusal, Rejection, build_target, rewrite_once, to_workload
+from ..greedy.rewrite import Refusal, Rejection, build_target, to_workload
 from ..errors import WorkloadError
 from ..workload import Workload, random_array
 from ..graph.types import to_relax_type
@@ -198,16 +197,13 @@ class _Failure(NamedTuple):
 def _check_instance(rule: Subst, instance: Instance, seed: int) -> Rejection | WorkloadError | _Failure | None:
     """None if the rewrite computes the same; the rejection if the target cannot be built; TVM's
     error if the source cannot be built; else what differs and by how much."""
-    graph = instance.graph
-    rewritten, count, _ = rewrite_once(graph, rule)
-    if not count:
-        m = Matcher(rule, graph).match_at(graph.outputs[0])
-        built = build_target(rule, m) if m is not None else None
-        if isinstance(built, Rejection) and built.reason is Refusal.TYPE_CHANGE:
-            return _Failure(f"the two sides differ in type: {built.detail}", float("inf"), wrong_type=True)
-        if isinstance(built, Rejection):
-            return built
-        return _Failure("the rule did not rewrite an instance its source matches", float("inf"), wrong_type=True)
+    graph, m = instance.graph, instance.match
+    built = build_target(rule, m)
+    if isinstance(built, Rejection) and built.reason is Refusal.TYPE_CHANGE:
+        return _Failure(f"the two sides differ in type: {built.detail}", float("inf"), wrong_type=True)
+    if isinstance(built, Rejection):
+        return built
+    rewritten = graph.replace(dict(zip(m.outputs, built.targets)))
     rng = np.random.default_rng(seed)
     params = {v.name: random_array(to_relax_type(v.type), rng) for v in graph.inputs if v.name in instance.params}
     source = Workload.from_graph(graph, params)

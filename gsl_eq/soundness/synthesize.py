@@ -118,7 +118,8 @@ class Synthesizer:
         inputs = [leaf for leaf in self.leaves if leaf in reachable]
         graph = Graph(inputs, outputs)
         try:
-            m = Matcher(self.rule, graph).match_at(outputs[0])
+            matcher = Matcher(self.rule, graph)
+            m = matcher.match_at(outputs[0]) if self.rule.variadic else matcher.match_outputs(outputs)
         except (EvaluationError, KeyError, TypeError):
             m = None
         if m is None or set(m.outputs) != set(outputs):

@@ -286,12 +286,14 @@ def test_symbol_bound_only_in_the_field_used_in_length(x):
 # --- structure (checked by Subst) ---------------------------------------------------
 
 
-def test_disconnected_outputs(x):
+def test_disconnected_outputs_are_for_saturate_mode_only(x):
     y = pat.Wildcard()
     a = op.ReLU(x)
     b = op.ReLU(y)
-    with fails(DisconnectedSourceError, "source output 1", "shares no pattern", at=-1):
-        Subst([a, b], [op.Sigmoid(x), op.Sigmoid(y)])
+    rule = Subst([a, b], [op.Sigmoid(x), op.Sigmoid(y)])
+    assert not rule.connected and rule.disconnected_output == 1
+    with fails(DisconnectedSourceError, "source output 1", "shares no pattern", "greedy mode", at=-3):
+        rule.require_connected()
 
 
 def test_disconnected_variadic_instances():

@@ -1,0 +1,103 @@
+"""Rules whose source outputs share no node: saturate mode pairs their matches, within a budget;
+greedy mode refuses them with a clear error."""
+
+import pytest
+from tvm import relax
+
+from gsl_eq import Subst, Workload, explain, op, optimize, pat
+from gsl_eq.egraph import Runner
+from gsl_eq.frontend import DisconnectedSourceError
+from gsl_eq.soundness import Verdict, check_rule
+
+R = relax.op
+
+
+def relu_pair(swap: bool = False) -> Subst:
+    """TASO's ``[relu(a), relu(b)] -> split(relu(concat(a, b)))`` on axis 1 of 2-d tensors;
+    ``swap`` plants a bug: the two halves handed to the wrong outputs."""
+    a, b = pat.Wildcard(), pat.Wildcard()
+    halves = op.Split(op.ReLU(op.Concatenate((a, b), axis=1)), indices_or_sections=(a.shape[1],), axis=1)
+    tgt = [halves[1], halves[0]] if swap else [halves[0], halves[1]]
+    return Subst([op.ReLU(a), op.ReLU(b)], tgt, name="relu_pair" + ("_swapped" * swap),
+                 where=[a.ndim == 2, b.ndim == 2, a.shape[0] == b.shape[0]])
+
+
+def relus(widths, rows: int = 4) -> Workload:
+    xs = [relax.Var(f"x{i}", relax.TensorType((rows, w), "float32")) for i, w in enumerate(widths)]
+    return Workload.from_expr(relax.Tuple([R.nn.relu(x) for x in xs]), {f"x{i}" for i in range(len(widths))})
+
+
+def same_class(runner, a, b) -> bool:
+    snap = runner.egraph.snapshot()
+    return snap.handles[runner.handles[a]] == snap.handles[runner.handles[b]]
+
+
+def test_every_pair_of_matches_is_formed_and_applied():
+    wl = relus([3, 4, 5])
+    runner = Runner(wl.graph, [relu_pair()], iter_limit=1)
+    report = runner.run()
+    first = report.iterations[0]
+    # 3 x 3 combinations of the parts' keys decided, each once; the 6 ordered pairs of distinct relus applied
+    assert first.new_keys == {"relu_pair": 9} and first.accepted_keys == {"relu_pair": 9}
+    assert first.matches == {"relu_pair": 6} and first.applied == {"relu_pair": 6}
+    snap = runner.egraph.snapshot()
+    assert len(wl.graph.outputs) == 3
+    for out in wl.graph.outputs:
+        ops = {n.op for n in snap.classes[snap.handles[runner.handles[out]]]}
+        assert ops == {"relax.nn.relu", None}  # the relu, and the projections of two splits
+
+
+def test_a_rejected_combination_forms_no_pair():
+    wide = relax.Var("z", relax.TensorType((5, 2), "float32"))  # another row count: concat on axis 1 fails
+    wl = Workload.from_expr(relax.Tuple([*(R.nn.relu(relax.Var(f"x{i}", relax.TensorType((4, w), "float32")))
+                                          for i, w in enumerate((3, 4))), R.nn.relu(wide)]), {"x0", "x1", "z"})
+    report = Runner(wl.graph, [relu_pair()], iter_limit=1).run()
+    first = report.iterations[0]
+    assert first.matches == {"relu_pair": 2}  # x0 with x1, both ways
+    assert first.rejected["relu_pair"] == {"source guard false": 4}  # z with x0 or x1, both ways
+
+
+class ReluHeavy:
+    """A cost model under which one relu over a concat beats two relus."""
+
+    name = "relu-heavy"
+
+    def __call__(self, op, attrs, inputs, output) -> float:
+        return 100.0 if op == "relax.nn.relu" else 1.0
+
+
+def test_saturate_mode_extracts_a_merged_relu_that_computes_the_same(same_outputs):
+    wl = relus([3, 4])
+    result = optimize(wl, [relu_pair()], mode="saturate", cost=ReluHeavy(), node_limit=1_000, iter_limit=3)
+    assert result.workload.graph.op_counts()["relax.nn.relu"] == 1
+    assert result.report.rules_used == ["relu_pair"]
+    same_outputs(wl, result.workload)
+
+
+def test_pairs_per_iteration_stay_near_the_budget_on_many_matches():
+    """40 relus of one shape: 1,560 ordered pairs at once, and each merged relu pairs again."""
+    wl = relus([8] * 40)
+    limit = 50
+    runner = Runner(wl.graph, [relu_pair()], node_limit=20_000, iter_limit=5, multi_match_limit=limit)
+    report = runner.run()
+    first = report.iterations[0]
+    # at most the budget and the last row's partners (39 other relus); never all 1,560
+    assert limit <= first.matches["relu_pair"] <= limit + 39
+    # a backlog past the budget is applied in part, by buckets: about the budget
+    assert all(it.applied.get("relu_pair", 0) <= 1.25 * limit for it in report.iterations)
+    assert all(it.matches.get("relu_pair", 0) > 0 for it in report.iterations)  # the rest keeps coming
+    assert not any(it.new_bans for it in report.iterations)
+
+
+def test_greedy_mode_and_explain_refuse_a_disconnected_rule():
+    wl = relus([3, 4])
+    with pytest.raises(DisconnectedSourceError, match="relu_pair: source output 1 .* greedy mode"):
+        optimize(wl, [relu_pair()], mode="greedy")
+    with pytest.raises(DisconnectedSourceError, match="saturate mode can"):
+        explain(relu_pair(), wl)
+
+
+def test_the_checker_pairs_the_outputs_of_a_disconnected_rule():
+    assert check_rule(relu_pair(), trials=3, seed=0).verdict is Verdict.SOUND
+    planted = check_rule(relu_pair(swap=True), trials=3, seed=0)
+    assert planted.verdict is Verdict.UNSOUND and planted.counterexample is not None
