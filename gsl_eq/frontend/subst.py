@@ -85,7 +85,8 @@ class Subst:
             raise DisconnectedSourceError(
                 f"rule {self.name}: source output {k} {out!r} shares no pattern with the outputs before it; "
                 "greedy mode reaches every output from the first, so it cannot match this rule "
-                "(saturate mode can: it pairs the outputs' e-classes)", out.loc)
+                "(saturate mode can: it pairs the outputs' e-classes; keep greedy runs to "
+                "[r for r in rules if r.connected])", out.loc)
 
     @property
     def inputs(self) -> tuple[Pattern, ...]:

@@ -418,6 +418,8 @@ def greedy(
     """
     max_rounds, max_passes = check_count("max_rounds", max_rounds), check_count("max_passes", max_passes)
     node_limit = None if node_limit is None else check_count("node_limit", node_limit)
+    for rule in rules:  # before any work
+        rule.require_connected()
     deadline = None if time_limit is None else time.perf_counter() + check_seconds("time_limit", time_limit)
     result = GreedyResult(wl, {rule.name: 0 for rule in rules})
     ledger = Ledger()

@@ -101,3 +101,14 @@ def test_the_checker_pairs_the_outputs_of_a_disconnected_rule():
     assert check_rule(relu_pair(), trials=3, seed=0).verdict is Verdict.SOUND
     planted = check_rule(relu_pair(swap=True), trials=3, seed=0)
     assert planted.verdict is Verdict.UNSOUND and planted.counterexample is not None
+
+
+def test_greedy_mode_refuses_a_rule_set_holding_one_before_any_work():
+    from gsl_eq import rules
+
+    wl = relus([3, 4])
+    with pytest.raises(DisconnectedSourceError, match="r.connected"):
+        optimize(wl, rules.tensat(), mode="greedy")
+    connected = [r for r in rules.tensat() if r.connected]
+    assert len(connected) == len(rules.tensat()) - 4
+    assert optimize(wl, connected, mode="greedy").report.stop_reason is not None
