@@ -114,8 +114,10 @@ class Rulesets:
     bucket: str
     apply: str
     window: str
-    #: For disconnected sources: the parts' rows into buckets, and active rows paired (the rows
-    #: of opened buckets are made active by a ruleset per query and part, :meth:`Query.activate`).
+    #: For disconnected sources: each part e-matched alone, its rows into buckets, and active
+    #: rows paired (the rows of opened buckets are made active by a ruleset per query and part,
+    #: :meth:`Query.activate`).
+    find: str
     pend: str
     pair: str
     reject: str = "reject"
@@ -123,10 +125,10 @@ class Rulesets:
 
     @classmethod
     def of_rule(cls, k: int) -> "Rulesets":
-        return cls(*(f"{kind}_{k}" for kind in ("search", "bucket", "apply", "window", "pend", "pair")))
+        return cls(*(f"{kind}_{k}" for kind in ("search", "bucket", "apply", "window", "find", "pend", "pair")))
 
     def declarations(self) -> str:
-        own = (self.search, self.bucket, self.apply, self.window, self.pend, self.pair)
+        own = (self.search, self.bucket, self.apply, self.window, self.find, self.pend, self.pair)
         return "\n".join(f"(ruleset {r})" for r in own)
 
 
@@ -237,18 +239,22 @@ class Query:
                 f"(relation Act_{self.name}_{c} ({self._sorts(part, exprs=True)}))",
                 *self._bucketed("Pend", "PendB", part, rulesets.pend, rulesets.clear),
                 f"(ruleset {self.activate(c)})",
-                f"(rule ({self.facts(part)}) ((Key_{self.name}_{c} {self.key_vars(part)}) {pend}) "
-                f":ruleset {rulesets.search} :name \"find {self.name}_{c}\")",
+                f"(rule ({self.facts(part)} (Pairable p{self.part_outputs()[c]})) "
+                f"((Key_{self.name}_{c} {self.key_vars(part)}) {pend}) "
+                f":ruleset {rulesets.find} :name \"find {self.name}_{c}\")",
                 f"(rule ((Open b) (PendB_{self.name}_{c} {self.row(part)} b)) "
                 f"({act} (delete (PendB_{self.name}_{c} {self.row(part)} b))) :ruleset {self.activate(c)})",
                 f"(rule ({act}) ((delete {act})) :ruleset {rulesets.clear})",
             ]
-        across = [f"(!= p{a} p{b})" for x, y in itertools.combinations(self.components, 2)
-                  for a in self.outputs if a in x for b in self.outputs if b in y]
+        across = [f"(Apart p{a} p{b})" for a, b in itertools.combinations(self.part_outputs(), 2)]
         acts = " ".join(f"(Act_{self.name}_{c} {self.row(part)})" for c, part in enumerate(self.components))
         lines.append(f"(rule ({acts} (Pair_{self.name} {key}) {' '.join(across)}) ({row}) :ruleset {rulesets.pair} "
                      f":name \"search {self.name}\")")
         return "\n".join(lines)
+
+    def part_outputs(self) -> list[int]:
+        """The first source output of each part."""
+        return [next(o for o in self.outputs if o in part) for part in self.components]
 
     def activate(self, c: int) -> str:
         """The ruleset making the rows of part ``c`` in opened buckets active."""

@@ -39,6 +39,7 @@ module only encodes graphs into it and reads it back:
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Collection, Hashable
@@ -61,6 +62,8 @@ PRELUDE = """
 (relation By_Const (i64 i64))
 (relation By_GetItem (i64 Expr i64))
 (relation Merged (Expr i64))
+(relation Apart (Expr Expr))
+(relation Pairable (Expr))
 (ruleset fold)
 (rule ((= e (Const c))) ((Foldable e)) :ruleset fold)
 (rule ((= e (GetItem i t)) (Foldable t)) ((Foldable e)) :ruleset fold)
@@ -253,6 +256,30 @@ class EGraph:
             return "Const", self.const(node.value)
         name = "GetItem" if node.kind is Kind.GETITEM else self.declare(node.kind, node.op, len(node.inputs))
         return name, self.form(node)
+
+    def mark_apart(self, graph: Graph, handle: dict[Node, int], nodes: Collection[Node]) -> int:
+        """Record ``(Apart a b)`` for the loaded ``nodes`` of ``graph`` (both orders) where neither
+        reads the other, and ``(Pairable a)`` for each node in such a pair; returns how many pairs.
+        A disconnected source's parts pair only there."""
+        below: dict[Node, int] = {}  # each node's inputs, transitively, as a bitset over rpo positions
+        position = {n: i for i, n in enumerate(graph.rpo())}
+        for n in graph.rpo():
+            bits = 0
+            for i in n.inputs:
+                bits |= below[i] | (1 << position[i])
+            below[n] = bits
+        chosen = sorted(set(nodes), key=position.__getitem__)
+        commands, pairable = [], set()
+        for a, b in itertools.combinations(chosen, 2):
+            if not below[b] >> position[a] & 1:  # a comes first, so it cannot read b
+                pairable |= {a, b}
+                for x, y in ((a, b), (b, a)):
+                    commands.append(egg.ActionCommand(egg.Expr_(SPAN, _call("Apart", int_call("Id", handle[x]), int_call("Id", handle[y])))))
+        pairs = len(commands)
+        commands += [egg.ActionCommand(egg.Expr_(SPAN, _call("Pairable", int_call("Id", handle[n])))) for n in pairable]
+        if commands:
+            self.egg.run_program(*commands)
+        return pairs
 
     def const_type(self, value_id: int) -> int:
         value = self.consts[value_id]

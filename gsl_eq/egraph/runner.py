@@ -147,7 +147,12 @@ class Runner:
     ``params`` names the variables that are parameters: what is computed from
     them alone is marked ``Foldable`` when the run stops (see :class:`EGraph`).
     ``match_limit``, ``multi_match_limit`` and ``ban_length`` configure the
-    scheduler (:class:`~gsl_eq.egraph.scheduler.Scheduler`).
+    scheduler (:class:`~gsl_eq.egraph.scheduler.Scheduler`). A rule whose source
+    outputs share no node pairs its matches in the first ``pair_iterations``
+    iterations only (TENSAT's ``iter_multi``, 1 by default there too), at most
+    about its limit of new pairs each (:meth:`_pair`): its pairs grow with the
+    square of its matches and feed themselves (a merged relu pairs again); part
+    matches not paired by then are left out.
 
         runner = Runner(graph, rules.algebraic(), node_limit=50_000, iter_limit=30, time_limit=60)
         report = runner.run()
@@ -158,7 +163,7 @@ class Runner:
                  time_limit: float = 60.0, match_limit: int = 1000, multi_match_limit: int = 100,
                  ban_length: int = 5, max_variadic: int = MAX_VARIADIC,
                  on_iteration: Callable[[Iteration], None] | None = None, params: Collection[str] = (),
-                 extraction_reserve: float = 0.0):
+                 extraction_reserve: float = 0.0, pair_iterations: int = 1):
         start = time.perf_counter()
         self.egraph = EGraph()
         self.graph = graph
@@ -171,9 +176,11 @@ class Runner:
             rulesets = Rulesets.of_rule(k)
             self.egraph.run("\n".join([rulesets.declarations(), *(q.program(rulesets) for q in queries)]))
             self.queries.append(queries)
+        self._mark_apart()
         self.node_limit, self.iter_limit = check_count("node_limit", node_limit), check_count("iter_limit", iter_limit)
         self.time_limit = check_seconds("time_limit", time_limit)
         self.extraction_reserve = extraction_reserve
+        self.pair_iterations = check_count("pair_iterations", pair_iterations)
         self.scheduler = Scheduler([any(q.multi_output for q in qs) for qs in self.queries],
                                    match_limit, multi_match_limit, ban_length)
         self.backlog = [0] * len(self.rules)
@@ -210,12 +217,13 @@ class Runner:
         rejected: dict[str, dict[str, int]] = {}
         ticks, reason = [time.perf_counter()], None
         try:
+            paired = [k for k in searched if self._pairs(k, n)]
             if searched:  # one egglog call for every search: calls cost, rule sets can be large
-                found = self._per_rule_index(self._run(search, [f"search_{k}" for k in searched]), searched)
+                rulesets = [f"search_{k}" for k in searched] + [f"find_{k}" for k in paired]
+                found = self._per_rule_index(self._run(search, rulesets), searched)
             ticks.append(time.perf_counter())
-            self._decide(searched, new_keys, accepted, rejected)
+            self._decide(searched, n, new_keys, accepted, rejected)
             self._run(search, ["reject"])
-            paired = [k for k in searched if any(q.disconnected for q in self.queries[k])]
             for k in paired:
                 found[k] += self._pair(k, search)
             ticks.append(time.perf_counter())
@@ -240,7 +248,7 @@ class Runner:
         if reason is None and enodes >= self.node_limit:
             reason = StopReason.NODE_LIMIT
         if reason is None and not (search.updated or apply.updated):
-            if not any(self.backlog) and not self._unpaired(sizes) and len(searched) == len(self.rules):
+            if not any(self.backlog) and not self._unpaired(sizes, n + 1) and len(searched) == len(self.rules):
                 reason = StopReason.SATURATED
             elif self.scheduler.any_banned(n + 1):  # nothing else changes: lift the bans early (egg does the same)
                 self.scheduler.lift_bans()
@@ -357,10 +365,22 @@ class Runner:
                     budget -= made * others
         return sum(self._per_rule_index(self._run(counts, [f"pair_{k}"]), [k]).values())
 
-    def _unpaired(self, sizes: dict[str, int]) -> int:
-        """Matches of disconnected parts not made active yet."""
-        return sum(sizes.get(f"{table}_{q.name}_{c}", 0) for qs in self.queries for q in qs if q.disconnected
-                   for c in range(len(q.components)) for table in ("Pend", "PendB"))
+    def _mark_apart(self) -> None:
+        """``Apart`` for the loaded nodes a disconnected part's output could match (same kind and op)."""
+        heads = {(q.slots[o].kind, q.slots[o].op) for qs in self.queries for q in qs if q.disconnected
+                 for o in q.part_outputs()}
+        if heads:
+            nodes = [n for n in self.graph.rpo() if (n.kind, n.op) in heads]
+            self.egraph.mark_apart(self.graph, self.handles, nodes)
+
+    def _pairs(self, k: int, n: int) -> bool:
+        """Whether rule ``k`` has a disconnected source it pairs the matches of in iteration ``n``."""
+        return n < self.pair_iterations and any(q.disconnected for q in self.queries[k])
+
+    def _unpaired(self, sizes: dict[str, int], n: int) -> int:
+        """Matches of disconnected parts not made active yet, that iteration ``n`` may still pair."""
+        return sum(sizes.get(f"{table}_{q.name}_{c}", 0) for k, qs in enumerate(self.queries) if self._pairs(k, n)
+                   for q in qs if q.disconnected for c in range(len(q.components)) for table in ("Pend", "PendB"))
 
     def _backlog(self, sizes: dict[str, int]) -> list[int]:
         """Pending matches per rule: rows in its worklists."""
@@ -420,7 +440,7 @@ class Runner:
         self.report.stop_reason = reason
         return self.report
 
-    def _decide(self, rules: list[int], new_keys: dict[str, int], accepted: dict[str, int],
+    def _decide(self, rules: list[int], n: int, new_keys: dict[str, int], accepted: dict[str, int],
                 rejected: dict[str, dict[str, int]]) -> None:
         """Decide every key not seen before; fill the tables of the accepted ones, mark the rejected ones.
         Counts new and accepted keys per rule name into ``new_keys`` and ``accepted``, rejected ones
@@ -430,6 +450,8 @@ class Runner:
         for k in rules:
             name = self.rules[k].name
             for q in self.queries[k]:
+                if q.disconnected and not self._pairs(k, n):
+                    continue
                 keys = self._combinations(q) if q.disconnected else self._keys(f"Key_{q.name}", q.key_arity)
                 fresh = [key for key in keys if key not in q.seen]
                 new_keys[name] = new_keys.get(name, 0) + len(fresh)
