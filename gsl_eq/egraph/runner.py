@@ -151,9 +151,9 @@ class Runner:
     scheduler (:class:`~gsl_eq.egraph.scheduler.Scheduler`). A rule whose source
     outputs share no node pairs its matches in the first ``pair_iterations``
     iterations only (TENSAT's ``iter_multi``, 1 by default there too), at most
-    about its limit of new pairs each (:meth:`_pair`): its pairs grow with the
-    square of its matches and feed themselves (a merged relu pairs again); part
-    matches not paired by then are left out.
+    about its limit of new pairs each (:meth:`_pair`), and only at loaded nodes
+    neither of which reads the other: its pairs grow with the square of its
+    matches; part matches not paired by then are left out.
 
         runner = Runner(graph, rules.algebraic(), node_limit=50_000, iter_limit=30, time_limit=60)
         report = runner.run()
@@ -318,14 +318,19 @@ class Runner:
         while left > 0 and applied < 0.8 * budget and opened < BUCKETS:
             want = (budget - applied) / (2 if not opened else 1)
             buckets = self.scheduler.buckets(k, min(want / density, BUCKETS - opened) / BUCKETS)
-            self.egraph.egg.run_program(*(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, "Open", [int_literal(b)])))
-                                          for b in buckets))
-            got = sum(self._run(counts, [f"window_{k}"], round(density * len(buckets))).values())
-            self.egraph.run("(run close 1)")
+            got = sum(self._in_buckets(buckets, counts, f"window_{k}", round(density * len(buckets))).values())
             opened += len(buckets)
             applied, left = applied + got, left - got
             density = max(density, (applied / opened) if applied else density)
         return applied
+
+    def _in_buckets(self, buckets: Iterable[int], counts: _Counts, ruleset: str, rows: int = 0) -> dict[str, int]:
+        """Run ``ruleset`` (rules reading ``Open``) with ``buckets`` open; returns its matches per egglog rule."""
+        self.egraph.egg.run_program(*(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, "Open", [int_literal(b)])))
+                                      for b in buckets))
+        matches = self._run(counts, [ruleset], rows)
+        self.egraph.run("(run close 1)")
+        return matches
 
     def _pair(self, k: int, counts: _Counts) -> int:
         """Pair the matches of rule ``k``'s disconnected parts; returns the combinations formed.
@@ -356,10 +361,7 @@ class Runner:
                         break
                     share = min(1.0, budget / others / pending[c]) if others else 1.0
                     buckets = range(BUCKETS) if share >= 1 else self.scheduler.buckets(k, share)
-                    eg.egg.run_program(*(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, "Open", [int_literal(b)])))
-                                         for b in buckets))
-                    self._run(counts, [q.activate(c)])
-                    eg.run("(run close 1)")
+                    self._in_buckets(buckets, counts, q.activate(c))
                     sizes = eg.table_sizes()
                     made = sizes.get(f"Act_{q.name}_{c}", 0) - active[c]
                     active[c], pending[c] = active[c] + made, pending[c] - made
