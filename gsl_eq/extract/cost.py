@@ -18,13 +18,11 @@ name (``"opcount"``, ``"roofline"``, ``"measured"``) into a model.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import math
 import os
 import re
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
@@ -33,6 +31,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from ..disk_cache import JsonCache, default_cache_dir
 from ..graph import Graph, Kind
 from ..graph.ops import make_call
 from ..graph.types import TensorType, TupleType, Type
@@ -305,11 +304,6 @@ def _type_key(ty: Type) -> str:
     return f"{ty.dtype}[{','.join(map(str, ty.shape))}]"
 
 
-def default_cache_dir() -> Path:
-    """``$GSL_EQ_CACHE`` if set, else ``~/.cache/gsl_eq``."""
-    return Path(os.environ.get("GSL_EQ_CACHE") or Path.home() / ".cache" / "gsl_eq")
-
-
 class Measured:
     """Measured time of a call, in seconds, on the CPU.
 
@@ -317,7 +311,7 @@ class Measured:
     with TVM for ``target``, run on random inputs with TVM's time evaluator
     (``number`` runs per repeat, ``repeat`` repeats, the fastest repeat kept),
     and remembered in ``<cache_dir>/measured.json`` (default
-    :func:`default_cache_dir`), so later runs and other instances reuse it.
+    :func:`~gsl_eq.disk_cache.default_cache_dir`), so later runs and other instances reuse it.
     The file is rewritten atomically, merged with what other instances wrote
     meanwhile. ``measurements`` counts the timings this instance actually ran.
 
@@ -340,11 +334,12 @@ class Measured:
         self.failures = 0
         self._fallback = Roofline()
         self._failed: dict[str, float] = {}
+        self._cache = JsonCache(self.cache_dir, self.CACHE_FILE, self._FORMAT, field="times")
         self._times: dict[str, float] = self._read()
 
     @property
     def cache_path(self) -> Path:
-        return self.cache_dir / self.CACHE_FILE
+        return self._cache.path
 
     def key(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type]) -> str:
         """The cache key of a call: target, op, sorted attributes and input types, as stable JSON."""
@@ -402,30 +397,11 @@ class Measured:
 
     def _read(self) -> dict[str, float]:
         """The cache on disk; empty when missing or unreadable."""
-        try:
-            data = json.loads(self.cache_path.read_text())
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(data, dict) or data.get("format") != self._FORMAT:
-            return {}
-        return {k: float(v) for k, v in data.get("times", {}).items()}
+        return {k: float(v) for k, v in self._cache.read().items()}
 
     def _write(self, new: Mapping[str, float]) -> None:
-        """Merge ``new`` into the cache on disk: under a lock, read, update, replace atomically."""
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        with _locked(self.cache_dir / (self.CACHE_FILE + ".lock")):
-            merged = self._read()
-            merged.update(new)
-            fd, tmp = tempfile.mkstemp(dir=self.cache_dir, prefix=".measured.", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w") as f:
-                    json.dump({"format": self._FORMAT, "times": merged}, f, indent=0, sort_keys=True)
-                os.replace(tmp, self.cache_path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
-        self._times.update(merged)
+        """Merge ``new`` into the cache on disk (see :class:`~gsl_eq.disk_cache.JsonCache`)."""
+        self._times.update({k: float(v) for k, v in self._cache.merge(new).items()})
 
     def __repr__(self) -> str:
         return f"Measured(target={self.target!r}, cache_dir={str(self.cache_dir)!r}, number={self.number}, repeat={self.repeat})"
@@ -437,22 +413,6 @@ def _random_input(ty: TensorType, rng: np.random.Generator) -> np.ndarray:
     if "float" in ty.dtype:
         return rng.uniform(0.1, 0.9, ty.shape).astype(ty.dtype)
     return np.zeros(ty.shape, dtype=ty.dtype)
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive inter-process lock on ``path`` (a no-op where ``fcntl`` is missing)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 # --------------------------------------------------------------------------- by name

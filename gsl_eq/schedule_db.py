@@ -1,0 +1,144 @@
+"""Schedules for the kernels TVM builds: the best of a few MetaSchedule design-space samples per
+distinct kernel, measured once and kept on disk, so that every build of every variant of a model
+gets the same schedule for the same kernel.
+
+TVM 0.27's CPU build leaves kernels unscheduled, and scheduling dominates what a module runs:
+the best of a handful of design-space samples is several times faster than the default build.
+MetaSchedule's own tuner crashes in this install (saving traces as JSON), so the database draws
+the design space itself (``PostOrderApply`` with the llvm schedule rules and postprocessors,
+seeded), times each sample, and records only the winning draw: its seed and sketch index. A
+cached kernel is rebuilt by drawing that seed again, which is deterministic; nothing is measured.
+
+    db = ScheduleDatabase(samples=4)
+    executable = db.build(workload.mod)   # legalize, fuse, schedule every kernel, build
+    db.measurements                          # samples timed by this instance: 0 once all are cached
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import tvm
+from tvm import relax
+
+from .disk_cache import JsonCache, default_cache_dir
+
+#: The passes that turn a Relax module into fused TIR kernels, as TVM's MetaSchedule integration
+#: runs them before it applies a database (so kernels are found under the same key).
+_FUSION = (relax.transform.LegalizeOps, relax.transform.AnnotateTIROpPattern, relax.transform.FoldConstant,
+           relax.transform.FuseOps, relax.transform.FuseTIR)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The winning sample of one kernel: its draw's seed, the sketch index in that draw, its time."""
+
+    seed: int
+    sketch: int
+    seconds: float
+
+
+class ScheduleDatabase:
+    """The best of ``samples`` design-space draws of each distinct kernel for ``target``, cached in
+    ``<cache_dir>/schedules.json`` (default :func:`~gsl_eq.disk_cache.default_cache_dir`) under the
+    kernel's structural hash, the target, the draw count, the seed and TVM's version.
+
+    Each draw gives one schedule per sketch of the kernel's design space; each schedule is built and
+    timed (``number`` runs per repeat, ``repeat`` repeats, the fastest repeat kept).
+    ``measurements`` counts the schedules this instance timed.
+    """
+
+    CACHE_FILE = "schedules.json"
+    _FORMAT = 1
+
+    def __init__(self, target: str = "llvm", samples: int = 8, seed: int = 0,
+                 cache_dir: str | os.PathLike[str] | None = None, number: int = 10, repeat: int = 3):
+        if samples < 1:
+            raise ValueError(f"samples must be at least 1, not {samples}")
+        self.target = tvm.target.Target({"kind": "llvm", "num-cores": os.cpu_count() or 1}) if target == "llvm" \
+            else tvm.target.Target(target)
+        self.samples, self.seed = samples, seed
+        self.number, self.repeat = number, repeat
+        self.measurements = 0
+        self._cache = JsonCache(cache_dir if cache_dir is not None else default_cache_dir(), self.CACHE_FILE,
+                                self._FORMAT)
+
+    # --- the kernels ---------------------------------------------------------------------
+    def build(self, mod: tvm.IRModule) -> relax.VMExecutable:
+        """Build Relax module ``mod`` with every kernel scheduled as the database says (scheduling
+        the kernels it has not seen first)."""
+        from tvm.s_tir import meta_schedule as ms
+
+        database = ms.database.MemoryDatabase()
+        for task in ms.relax_integration.extract_tasks(self.fuse(mod), self.target):
+            kernel = task.dispatched[0]
+            trace, choice = self._best(kernel)
+            workload = database.commit_workload(kernel)
+            args = ms.arg_info.ArgInfo.from_prim_func(kernel["main"])
+            database.commit_tuning_record(ms.database.TuningRecord(trace, workload, [choice.seconds], self.target, args))
+        return ms.relax_integration.compile_relax(database, mod, self.target, None)
+
+    @staticmethod
+    def fuse(mod: tvm.IRModule) -> tvm.IRModule:
+        """``mod`` legalized and fused into the kernels TVM builds."""
+        return tvm.transform.Sequential([p() for p in _FUSION])(mod)
+
+    def choice(self, kernel: tvm.IRModule) -> Choice:
+        """The winning draw of ``kernel`` (a module holding one PrimFunc ``main``), measured if new."""
+        return self._best(kernel)[1]
+
+    # --- one kernel ----------------------------------------------------------------------
+    def _key(self, kernel: tvm.IRModule) -> str:
+        import tvm_ffi
+
+        return f"{tvm_ffi.structural_hash(kernel)}|{self.target}|{self.samples}|{self.seed}|{tvm.__version__}"
+
+    def _best(self, kernel: tvm.IRModule) -> tuple[Any, Choice]:
+        key = self._key(kernel)
+        known = self._cache.read().get(key)
+        if known is not None:
+            choice = Choice(*known)
+            return self._draw(kernel, choice.seed)[choice.sketch].trace, choice
+        best: tuple[Any, Choice] | None = None
+        for k in range(self.samples):
+            seed = self.seed * 1_000 + k + 1  # MetaSchedule treats seed -1 as "random": start at 1
+            for sketch, schedule in enumerate(self._draw(kernel, seed)):
+                seconds = self._time(schedule.mod, kernel)
+                self.measurements += 1
+                if best is None or seconds < best[1].seconds:
+                    best = (schedule.trace, Choice(seed, sketch, seconds))
+        if best is None:
+            raise RuntimeError(f"no schedule of kernel {kernel['main'].attrs} passed MetaSchedule's checks")
+        self._cache.merge({key: [best[1].seed, best[1].sketch, best[1].seconds]})
+        return best
+
+    def _draw(self, kernel: tvm.IRModule, seed: int) -> list[Any]:
+        """The design space of ``kernel`` drawn with ``seed``: one schedule per sketch that passes the
+        postprocessors (the same seed gives the same list, so an index names one schedule)."""
+        from tvm.s_tir import meta_schedule as ms
+
+        space = ms.space_generator.PostOrderApply(sch_rules="llvm", postprocs="llvm", mutator_probs={})
+        context = ms.TuneContext(mod=kernel, target=self.target, space_generator=space, task_name="kernel",
+                                 rand_state=seed)
+        return [s for s in context.generate_design_space()
+                if all(p.apply(s) for p in context.space_generator.postprocs)]
+
+    def _time(self, scheduled: tvm.IRModule, kernel: tvm.IRModule) -> float:
+        """Seconds per run of the scheduled kernel on random inputs, fastest repeat."""
+        from tvm.driver import build as tvm_build
+        from tvm.s_tir import meta_schedule as ms
+
+        library = tvm_build(scheduled, target=self.target)
+        rng = np.random.default_rng(0)
+        args = [tvm.runtime.tensor(rng.uniform(0.1, 0.9, [int(d) for d in a.shape]).astype(a.dtype)
+                                   if "float" in a.dtype else np.zeros([int(d) for d in a.shape], a.dtype))
+                for a in ms.arg_info.ArgInfo.from_prim_func(kernel["main"])]
+        timer = library.time_evaluator("main", tvm.cpu(), number=self.number, repeat=self.repeat)
+        return float(timer(*args).min)
+
+    def __repr__(self) -> str:
+        return f"ScheduleDatabase(target={str(self.target)!r}, samples={self.samples}, seed={self.seed}, " \
+               f"cache={str(self._cache.path)!r})"

@@ -1,0 +1,50 @@
+"""The schedule database: each kernel scheduled by the best of its samples, measured once, reused
+from disk; what it builds computes what TVM's default build computes."""
+
+import numpy as np
+import pytest
+import tvm
+from tvm import relax
+from tvm.s_tir import meta_schedule as ms
+
+from gsl_eq.schedule_db import ScheduleDatabase
+
+
+def module() -> tvm.IRModule:
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((32, 64), "float32"))
+    w = relax.Var("w", relax.TensorType((64, 64), "float32"))
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            h = bb.emit(relax.op.nn.relu(relax.op.matmul(x, w)))
+            out = bb.emit_output(relax.op.add(relax.op.matmul(h, w), x))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def run(executable, inputs):
+    return relax.VirtualMachine(executable, tvm.cpu())["main"](*inputs).numpy()
+
+
+def test_kernels_are_measured_once_then_reused_from_disk(tmp_path):
+    mod = module()
+    rng = np.random.default_rng(0)
+    inputs = [tvm.runtime.tensor(rng.uniform(-1, 1, s).astype("float32")) for s in ((32, 64), (64, 64))]
+    expected = run(relax.build(mod, target="llvm"), inputs)
+
+    first = ScheduleDatabase(samples=2, cache_dir=tmp_path, number=2, repeat=1)
+    np.testing.assert_allclose(run(first.build(mod), inputs), expected, rtol=1e-5, atol=1e-5)
+    kernels = [t.dispatched[0] for t in ms.relax_integration.extract_tasks(first.fuse(mod), first.target)]
+    assert len(kernels) == 2  # matmul+relu, matmul+add: two distinct kernels
+    assert first.measurements >= 2 * len(kernels)  # every sample of every kernel timed
+
+    second = ScheduleDatabase(samples=2, cache_dir=tmp_path, number=2, repeat=1)
+    np.testing.assert_allclose(run(second.build(mod), inputs), expected, rtol=1e-5, atol=1e-5)
+    assert second.measurements == 0
+    assert [second.choice(k) for k in kernels] == [first.choice(k) for k in kernels]
+    assert second.measurements == 0
+
+
+def test_samples_must_be_positive(tmp_path):
+    with pytest.raises(ValueError, match="samples"):
+        ScheduleDatabase(samples=0, cache_dir=tmp_path)
