@@ -20,13 +20,13 @@ import time
 import warnings
 from dataclasses import asdict, dataclass, field
 from collections.abc import Iterable
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import tvm
 
 from . import rules as library
 from .egraph import Iteration, Runner
-from .extract import CostModel, Measured, OpCount, Roofline, get_cost_model, graph_cost
+from .extract import COST_MODELS, CostModel, Measured, OpCount, Roofline, get_cost_model, graph_cost
 from .extract.choose import egglog_extract, priced, rebuild, roots, rules_used
 from .extract import Extraction, greedy_dag_extract, ilp_extract, tree_extract
 from .frontend import Subst
@@ -35,7 +35,11 @@ from .greedy.rewrite import greedy, to_workload
 from .limits import check_count, check_seconds
 from .workload import FoldWarning, Workload
 
+if TYPE_CHECKING:
+    from .schedule_db import ScheduleDatabase
+
 MODES = ("saturate", "greedy")
+SELECTIONS = ("cost", "measured")
 EXTRACTORS = ("ilp", "greedy", "tree", "egglog")
 
 #: The share of ``time_limit`` saturation leaves to extraction.
@@ -115,6 +119,8 @@ class OptimizeReport:
     iterations: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     input_returned: bool = False  # the result did not cost less, or nothing was rewritten
+    #: With ``select="measured"``: each candidate's label, median seconds, round times and cost.
+    candidates: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def speedup(self) -> float:
@@ -213,6 +219,9 @@ def optimize(
     order: Sequence[int | str] | None = None,
     ilp_time_limit: float = 60.0,
     on_iteration: Callable[[Iteration], None] | None = None,
+    select: str = "cost",
+    candidates: int = 4,
+    schedules: "ScheduleDatabase | None" = None,
 ) -> OptimizeResult:
     """Optimize a workload (or a bare IRModule) with GSL ``rules`` (default: :func:`gsl_eq.rules.default`).
 
@@ -229,6 +238,18 @@ def optimize(
     saturation, extraction and rebuilding share it. Saturation leaves extraction
     :data:`EXTRACTION_SHARE` of it plus what the e-graph's size needs; the ILP gets
     at most ``ilp_time_limit`` of what is left. ``report.timings`` has each phase.
+
+    ``select="measured"`` lets TVM decide instead of the cost model: up to ``candidates``
+    distinct graphs (the input, the result, and in saturate mode the greedy DAG extractions
+    of the e-graph under the run's and the other built-in cost models) are built through
+    ``schedules`` (a :class:`~gsl_eq.schedule_db.ScheduleDatabase`, by default one on the
+    default cache), timed in alternating rounds (:mod:`gsl_eq.selection`), and the fastest
+    is returned; ``report.candidates`` has every candidate's time. The input being a
+    candidate, the result is never slower than it beyond the timing noise. This measuring
+    comes after ``time_limit``, like the final build::
+
+        result = optimize(wl, rules.default(), select="measured", candidates=3)
+        result.report.candidates   # [{"label": "input", "seconds": ...}, ...]
     """
     start = time.perf_counter()
     if mode not in MODES:
@@ -237,6 +258,9 @@ def optimize(
         raise ValueError(f"unknown extractor {extractor!r}; choose one of {', '.join(EXTRACTORS)}")
     node_limit, iter_limit = check_count("node_limit", node_limit), check_count("iter_limit", iter_limit)
     time_limit, ilp_time_limit = check_seconds("time_limit", time_limit), check_seconds("ilp_time_limit", ilp_time_limit)
+    if select not in SELECTIONS:
+        raise ValueError(f"unknown select {select!r}; choose one of {', '.join(SELECTIONS)}")
+    candidates = check_count("candidates", candidates)
     model = get_cost_model(cost)
     rule_list = _ordered(_rule_list(library.default() if rules is None else rules), order)
     wl = as_workload(mod_or_workload).fold_params()
@@ -257,12 +281,16 @@ def optimize(
         if not result.converged:
             report.notes.append(f"greedy rewriting stopped at the {result.stop_reason.value} after "
                                 f"{result.rounds} rounds ({result.passes} passes)")
+        alternatives: list[tuple[str, Workload]] = []
     else:
-        out = _saturate(wl, rule_list, model, extractor, node_limit, iter_limit, start + time_limit, time_limit,
-                        ilp_time_limit, on_iteration, report)
+        out, alternatives = _saturate(wl, rule_list, model, extractor, node_limit, iter_limit, start + time_limit,
+                                      time_limit, ilp_time_limit, on_iteration, report, select == "measured")
     report.cost_after, report.calls_after = graph_cost(out.graph, model), _calls(out.graph)
     # Saturate mode changes the module only for a gain: among equal-cost choices the extractor's pick is arbitrary.
-    if not report.applications:
+    # With measured selection TVM's time decides instead.
+    if select == "measured":
+        out = _select_measured(wl, [("result", out), *alternatives], candidates, schedules, model, report)
+    elif not report.applications:
         report.input_returned = True
         report.notes.append("no rule rewrote anything: the input is returned")
     elif report.cost_after > before or (mode == "saturate" and report.cost_after >= before * (1 - 1e-9)):
@@ -277,10 +305,36 @@ def optimize(
     return OptimizeResult(out, report)
 
 
+def _select_measured(wl: Workload, found: list[tuple[str, Workload]], candidates: int,
+                     schedules: "ScheduleDatabase | None", model: CostModel, report: OptimizeReport) -> Workload:
+    """The fastest of the input and the distinct ``found`` graphs (``candidates`` in all) as TVM
+    runs them; fills ``report.candidates``, ``input_returned`` and the costs after."""
+    from .schedule_db import ScheduleDatabase
+    from .selection import distinct, time_candidates
+
+    t = time.perf_counter()
+    pool = distinct([("input", wl), *found])[:candidates]
+    timed = time_candidates(pool, schedules if schedules is not None else ScheduleDatabase())
+    fastest = min(timed, key=lambda c: c.seconds)
+    report.candidates = [{"label": c.label, "seconds": c.seconds, "rounds": c.rounds,
+                          "cost": graph_cost(c.workload.graph, model)} for c in timed]
+    report.timings["select"] = time.perf_counter() - t
+    report.notes.append(f"measured selection: {fastest.label} runs fastest of {len(timed)} candidates "
+                        f"({fastest.seconds * 1e6:.1f} us against the input's {timed[0].seconds * 1e6:.1f} us)")
+    if fastest is timed[0]:
+        report.input_returned, report.rules_used = True, []
+        return wl
+    report.cost_after, report.calls_after = graph_cost(fastest.workload.graph, model), _calls(fastest.workload.graph)
+    return fastest.workload
+
+
 def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor: str, node_limit: int,
               iter_limit: int, deadline: float, time_limit: float, ilp_time_limit: float,
-              on_iteration: Callable[[Iteration], None] | None, report: OptimizeReport) -> Workload:
-    """Saturation, extraction and rebuilding, filling ``report``; returns the extracted workload."""
+              on_iteration: Callable[[Iteration], None] | None, report: OptimizeReport,
+              alternatives: bool = False) -> tuple[Workload, list[tuple[str, Workload]]]:
+    """Saturation, extraction and rebuilding, filling ``report``; returns the extracted workload and,
+    with ``alternatives``, the greedy DAG extractions under the run's and the other built-in cost
+    models (labelled)."""
     timings = report.timings
     runner = Runner(wl.graph, rule_list, node_limit=node_limit, iter_limit=iter_limit, time_limit=time_limit,
                     on_iteration=on_iteration, params=wl.params, extraction_reserve=EXTRACTION_SECONDS_PER_ENODE)
@@ -314,7 +368,14 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     t = time.perf_counter()
     out = out.fold_params()
     timings["final build"] = time.perf_counter() - t
-    return out
+    others: list[tuple[str, Workload]] = []
+    if alternatives and extractor != "egglog":
+        for name in dict.fromkeys([model.name, *(m for m in COST_MODELS if m != "measured")]):
+            other = model if name == model.name else get_cost_model(name)
+            picked = greedy_dag_extract(priced(runner.egraph, snap, other), roots(runner, snap))
+            others.append((f"greedy DAG under {name}",
+                           to_workload(rebuild(runner, snap, picked.choice), wl, fold_params=False).fold_params()))
+    return out, others
 
 
 def _extract(extractor: str, egraph: Any, root_classes: list, deadline: float, ilp_time_limit: float,

@@ -21,7 +21,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import tvm
@@ -29,6 +29,9 @@ from tvm import relax
 
 from .errors import WorkloadError
 from .graph import Graph, Kind, Node, TensorType, from_relax, to_relax
+
+if TYPE_CHECKING:
+    from .schedule_db import ScheduleDatabase
 
 
 class FoldWarning(UserWarning):
@@ -158,14 +161,16 @@ class Workload:
         """Names of the runtime inputs, in signature order."""
         return [v.name for v in self._graph.inputs if v.name not in self._params]
 
-    def build(self, target: str = "llvm") -> "Workload":
-        """Compile the module with TVM for ``target`` (CPU); returns self for chaining.
+    def build(self, target: str = "llvm", schedules: "ScheduleDatabase | None" = None) -> "Workload":
+        """Compile the module with TVM for ``target`` (CPU); returns self for chaining. With a
+        :class:`~gsl_eq.schedule_db.ScheduleDatabase`, every kernel is scheduled as it says
+        (its own target then applies).
 
         Raises WorkloadError, naming TVM's reason, when TVM cannot compile the module
         (see :attr:`unfolded` and :func:`gsl_eq.rules.legalize`).
         """
         try:
-            executable = relax.build(self._mod, target=target)
+            executable = relax.build(self._mod, target=target) if schedules is None else schedules.build(self._mod)
         except Exception as error:  # noqa: BLE001 - TVM raises several kinds; the cause is chained
             reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
             hint = f" ({'; '.join(map(str, self.unfolded))})" if self.unfolded else ""
@@ -205,6 +210,17 @@ class Workload:
             arguments.append(array)
         result = self._vm["main"](*[tvm.runtime.tensor(np.require(a, requirements="C")) for a in arguments])
         return _from_tvm(result)
+
+    def seconds(self, inputs: Mapping[str, Any], number: int = 10) -> float:
+        """Mean seconds of ``number`` runs on ``inputs`` (by name), with the build made last
+        (:meth:`build`), or the default build."""
+        if self._vm is None:
+            self.build()
+        arguments = [tvm.runtime.tensor(np.require(self._params[v.name] if v.name in self._params
+                                                   else _to_numpy(inputs[v.name]).astype(v.type.dtype, copy=False),
+                                                   requirements="C"))
+                     for v in self._graph.inputs]
+        return float(self._vm.time_evaluator("main", tvm.cpu(), number=number, repeat=1)(*arguments).mean)
 
     def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
         """Deterministic random values for every runtime input, by name: floats from U[-1, 1)
