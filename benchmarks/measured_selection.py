@@ -6,7 +6,7 @@ DAG extractions under the built-in cost models), every one built through one sch
 (MetaSchedule design-space samples per kernel). The table gives each candidate's median time, the
 pick, its time over the input's, and the noise band: the spread of the input's own rounds.
 
-    python benchmarks/select.py [--models resnet50,bert] [--samples 4]
+    python benchmarks/measured_selection.py [--models resnet50,bert] [--samples 4]
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def main() -> None:
                      f"{total:.0f}", f"{diff:.1e}"])
         print(*rows[-1], sep="\t", flush=True)
     lines = [
-        f"`python benchmarks/select.py --samples {args.samples}` on {machine()}; quick sizes (benchmarks/run.py's "
+        f"`python benchmarks/measured_selection.py --samples {args.samples}` on {machine()}; quick sizes (benchmarks/run.py's "
         "QUICK); saturate mode, rules.default(), roofline cost, then `select=\"measured\"` with 4 candidates, all "
         f"built through one schedule database ({args.samples} design-space draws per kernel) and timed in 5 "
         "alternating rounds of 10 runs. Times in ms (median round). result / input: the returned graph against the "
