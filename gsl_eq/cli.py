@@ -54,7 +54,7 @@ RULE_SETS = {
 }
 DEMO_MODELS = {"bert_encoder": "12 BERT-style encoder layers", "inception_network": "an Inception-style CNN"}
 DEFAULTS = {"rules": "default", "cost": "roofline", "mode": "saturate", "extractor": "ilp", "node_limit": 50_000,
-            "iter_limit": 30, "time_limit": 60.0, "n": 24, "seed": 0}
+            "iter_limit": 30, "time_limit": 60.0, "n": 24, "seed": 0, "select": "cost", "candidates": 4}
 SPEEDUP = "speedup = before / after (>1 is faster)"
 
 
@@ -293,7 +293,8 @@ def run_optimize(console: Console, args: argparse.Namespace) -> int:
     wl = load_model(args.model)
     result = optimize_with_progress(
         console, wl, rule_set(args.rules), args.mode, cost=args.cost, extractor=args.extractor,
-        node_limit=args.node_limit, iter_limit=args.iter_limit, time_limit=args.time_limit)
+        node_limit=args.node_limit, iter_limit=args.iter_limit, time_limit=args.time_limit, select=args.select,
+        candidates=args.candidates)
     report = result.report
     stem = Path(args.model).stem
     table = results_table(report.cost_unit)
@@ -301,6 +302,8 @@ def run_optimize(console: Console, args: argparse.Namespace) -> int:
     print_heading(console, f"gsl_eq optimize, {args.rules} rules", report.cost_model, report.cost_unit)
     console.print(table)
     console.print(details_table(report))
+    for c in report.candidates:
+        console.print(f"candidate {c['label']}: {c['seconds'] * 1e6:.1f} us measured (median of {len(c['rounds'])} rounds)")
     out = Path(args.output or f"{stem}.optimized.py")
     out.write_text(result.mod.script())
     params = out.with_suffix(".params.npz")
@@ -476,6 +479,13 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--time-limit", type=float, default=d["time_limit"], metavar="SECONDS",
                      help="seconds for the whole call but the final build; saturation leaves part of them to "
                           f"extraction (default: {d['time_limit']:g})")
+    opt.add_argument("--select", choices=("cost", "measured"), default=d["select"],
+                     help="cost: the cost model picks the result; measured: the input, the result and other "
+                          "extractions are built with scheduled kernels (MetaSchedule samples, cached in "
+                          "~/.cache/gsl_eq), timed, and the fastest is written, never slower than the input beyond "
+                          f"timing noise (default: {d['select']})")
+    opt.add_argument("--candidates", type=int, default=d["candidates"], metavar="N",
+                     help=f"most candidates --select measured times, the input included (default: {d['candidates']})")
     opt.add_argument("-o", "--output", metavar="FILE", help="TVMScript file to write (default: <model>.optimized.py; "
                                                             "the parameters go next to it, in <output>.params.npz)")
     opt.add_argument("--report", metavar="FILE", help="JSON report to write (default: <model>.report.json)")

@@ -234,3 +234,15 @@ def test_explain_names_each_place_and_its_reason(capsys):
     (place,) = why["attempts"]
     assert place["outcome"] == "no match" and place["reason"] == "the node is already matched by another pattern"
     assert place["pattern"].startswith("Wildcard (conv.py:")
+
+
+def test_optimize_with_measured_selection_prints_every_candidate(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GSL_EQ_CACHE", str(tmp_path / "cache"))
+    module, report = tmp_path / "out.py", tmp_path / "report.json"
+    assert main(["optimize", "inception_block", "-o", str(module), "--report", str(report), "--select", "measured",
+                 "--candidates", "2", "--check"]) == 0
+    data = json.loads(report.read_text())
+    assert [c["label"] for c in data["candidates"]][0] == "input" and len(data["candidates"]) == 2
+    out = capsys.readouterr().out
+    assert out.count("candidate ") == 2 and "max |diff| = 0.0e+00" in out
+    check_clean(out)
