@@ -370,11 +370,15 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     timings["final build"] = time.perf_counter() - t
     others: list[tuple[str, Workload]] = []
     if alternatives and extractor != "egglog":
+        choices = [choice]
         for name in dict.fromkeys([model.name, *(m for m in COST_MODELS if m != "measured")]):
             other = model if name == model.name else get_cost_model(name)
-            picked = greedy_dag_extract(priced(runner.egraph, snap, other), roots(runner, snap))
+            picked = greedy_dag_extract(priced(runner.egraph, snap, other), roots(runner, snap)).choice
+            if picked in choices:  # the same graph again: not rebuilt (nor folded, which builds with TVM)
+                continue
+            choices.append(picked)
             others.append((f"greedy DAG under {name}",
-                           to_workload(rebuild(runner, snap, picked.choice), wl, fold_params=False).fold_params()))
+                           to_workload(rebuild(runner, snap, picked), wl, fold_params=False).fold_params()))
     return out, others
 
 

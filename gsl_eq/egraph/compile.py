@@ -205,8 +205,11 @@ class Query:
     def row(self, slots: list[int] | None = None) -> str:
         """The columns of a worklist row: the e-classes of the kept slots, then the key (of the
         part of the source in ``slots``, or of the whole)."""
-        kept = self.kept if slots is None else [i for i in self.kept if i in slots]
-        return " ".join([*(f"p{i}" for i in kept), self.key_vars(slots)])
+        return " ".join([*(f"p{i}" for i in self._kept(slots)), self.key_vars(slots)])
+
+    def _kept(self, slots: list[int] | None) -> list[int]:
+        """The kept slots (of the part in ``slots``, or all)."""
+        return self.kept if slots is None else [i for i in self.kept if i in slots]
 
     def program(self, rulesets: "Rulesets") -> str:
         """The relations of the query and its rules but the apply rules (:meth:`variant_program`).
@@ -221,7 +224,7 @@ class Query:
         lines = [
             f"(relation Key_{self.name} ({self._sorts()}))",
             f"(relation Rej_{self.name} ({self._sorts()}))",
-            *self._bucketed("M", "MB", None, rulesets.bucket, rulesets.clear),
+            *self._bucketed(f"M_{self.name}", f"MB_{self.name}", None, rulesets.bucket, rulesets.clear),
             f"(rule ({row} (Rej_{self.name} {key})) ((delete {row})) :ruleset {rulesets.reject})",
         ]
         if not self.disconnected:
@@ -237,7 +240,7 @@ class Query:
             lines += [
                 f"(relation Key_{self.name}_{c} ({self._sorts(part)}))",
                 f"(relation Act_{self.name}_{c} ({self._sorts(part, exprs=True)}))",
-                *self._bucketed("Pend", "PendB", part, rulesets.pend, rulesets.clear),
+                *self._bucketed(f"Pend_{self.name}_{c}", f"PendB_{self.name}_{c}", part, rulesets.pend, rulesets.clear),
                 f"(ruleset {self.activate(c)})",
                 f"(rule ({self.facts(part)} (Pairable p{self.part_outputs()[c]})) "
                 f"((Key_{self.name}_{c} {self.key_vars(part)}) {pend}) "
@@ -262,17 +265,13 @@ class Query:
 
     def _sorts(self, slots: list[int] | None = None, exprs: bool = False) -> str:
         """The column sorts of a key (or, with ``exprs``, of a row) of the source or of the part in ``slots``."""
-        kept = [i for i in self.kept if slots is None or i in slots] if exprs else []
         keys = self.key_arity if slots is None else len(self.key_positions(slots))
-        return " ".join(["Expr"] * len(kept) + ["i64"] * keys)
+        return " ".join(["Expr"] * (len(self._kept(slots)) if exprs else 0) + ["i64"] * keys)
 
-    def _bucketed(self, table: str, bucketed: str, slots: list[int] | None, bucket: str, clear: str) -> list[str]:
-        """A worklist of rows (of the source, or of the part in ``slots``) and its bucketed twin:
-        the *bucket* rule moves each row to a bucket a hash of its e-classes picks."""
-        suffix = "" if slots is None else f"_{self.components.index(slots)}"
-        plain, sorts, cols = f"{table}_{self.name}{suffix}", self._sorts(slots, exprs=True), self.row(slots)
-        twin = f"{bucketed}_{self.name}{suffix}"
-        kept = [i for i in self.kept if slots is None or i in slots]
+    def _bucketed(self, plain: str, twin: str, slots: list[int] | None, bucket: str, clear: str) -> list[str]:
+        """Worklist ``plain`` of rows (of the source, or of the part in ``slots``) and its bucketed
+        twin: the *bucket* rule moves each row to a bucket a hash of its e-classes picks."""
+        sorts, cols, kept = self._sorts(slots, exprs=True), self.row(slots), self._kept(slots)
         hashes = " ".join(f"(= h{i} (num p{i}))" for i in kept)
         mixed = mix(*(f"h{i}" for i in kept))  # not a xor: an e-class's hash is a polynomial of its children's
         return [
