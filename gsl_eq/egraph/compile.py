@@ -26,9 +26,10 @@ nodes written as egglog facts, one *slot* per node, and becomes egglog rules:
   :meth:`Query.decide` says why a key is rejected (:data:`SOURCE_GUARD_FALSE` or a
   :class:`~gsl_eq.greedy.rewrite.Refusal`'s text).
 * *apply* rules, one per variant, read worklist rows (never the e-graph), create
-  the target e-nodes, union each source output with its target, record what they
-  did with the rule's index (``By_`` and ``Merged`` relations, see :mod:`.egraph`)
-  and delete the row. To apply a rule in part, the runner moves its rows into
+  the target e-nodes, union each source output with its target and delete the row.
+  What they did is not recorded: once a term is chosen, the *provenance* rules (the
+  source, its key's decision and the target's e-nodes, joined with the chosen e-nodes)
+  tell which rules build it (:meth:`.egraph.EGraph.attribute`). To apply a rule in part, the runner moves its rows into
   buckets (by a hash of the match's e-classes) and a *window* twin applies chosen
   buckets.
 
@@ -63,7 +64,7 @@ from ..graph import Graph, Kind, Node
 from ..graph.types import Type
 from ..greedy.match import Matcher
 from ..greedy.rewrite import Rejection, build_target
-from .egraph import BUCKETS, EGraph, constructor_name, mix, provenance_relation
+from .egraph import BUCKETS, EGraph, constructor_name, mix, want_relation
 
 #: Default largest number of instances a variadic source output is instantiated with.
 MAX_VARIADIC = 3
@@ -284,16 +285,17 @@ class Query:
         ]
 
     def variant_program(self, eg: EGraph, v: Variant, rulesets: "Rulesets") -> str:
-        """The tables of one variant and its apply rules, which read worklist rows, never the
-        e-graph: *apply* consumes every row (of either worklist) whose key chose this
-        variant, *window* only the bucketed rows of the buckets in ``Open``. Each
-        creates the target's e-nodes, unions each source output with its target,
-        records what it did with the rule's index (``By_`` and ``Merged`` relations)
-        and deletes the row."""
+        """The tables of one variant and its rules. *apply* consumes every worklist row (of either
+        worklist) whose key chose this variant, *window* only the bucketed rows of the buckets in
+        ``Open``: each creates the target's e-nodes, unions each source output with its target
+        and deletes the row; they read rows, never the e-graph. *provenance* rules (run once a
+        term is chosen, :meth:`.egraph.EGraph.attribute`) find where the source matches under a
+        key that chose this variant and the target's e-node ``j`` is a wanted one (or, for a
+        union with a matched node, the source output's e-class is wanted)."""
         table, key, sorts = f"{self.name}_{v.index}", self.key_vars(), " ".join(["i64"] * self.key_arity)
         # the key chose this variant: Ok, or (when the target creates nodes) the first created node's form
         lines = [] if v.created else [f"(function Ok_{table} ({sorts}) i64 :merge old)"]
-        lookups, actions = [] if v.created else [f"(= ok (Ok_{table} {key}))"], []
+        lookups, actions, terms = [] if v.created else [f"(= ok (Ok_{table} {key}))"], [], []
         ref = {("s", i): f"p{i}" for i in self.kept}
         for j, (kind, op, children) in enumerate(v.created):
             lines.append(f"(function A_{table}_{j} ({sorts}) i64 :merge old)")
@@ -304,10 +306,9 @@ class Query:
             else:
                 ctor = "GetItem" if kind is Kind.GETITEM else "Const"
             ref[("n", j)] = f"new{j}"
-            actions += [f"(let new{j} ({ctor} A{j} {args}))", f"({provenance_relation(ctor)} A{j} {args} {self.index})"]
-        # a union with a matched node creates no e-node: Merged records it on the e-class
-        actions += [f"(union p{s} {ref[t]})" + (f" (Merged p{s} {self.index})" if t[0] == "s" else "")
-                    for s, t in v.unions]
+            terms.append((ctor, f"A{j} {args}".strip()))
+            actions.append(f"(let new{j} ({ctor} {terms[j][1]}))")
+        actions += [f"(union p{s} {ref[t]})" for s, t in v.unions]
         body, head = " ".join(lookups), " ".join(actions)
         row, bucketed = f"(M_{self.name} {self.row()})", f"(MB_{self.name} {self.row()} b)"
         lines += [
@@ -317,6 +318,15 @@ class Query:
             f"(rule ((Open b) {bucketed} {body}) ({head} (delete {bucketed})) :ruleset {rulesets.window} "
             f":name \"window {table}\")",
         ]
+        source = f"{self.facts()} {body}"
+        built = [f"(= new{j} ({ctor} {args}))" for j, (ctor, args) in enumerate(terms)]
+        for j, (ctor, args) in enumerate(terms):
+            lines.append(f"(rule ({source} {' '.join(built[:j])} ({want_relation(ctor)} {args} w)) "
+                         f"((BuiltChosen w {self.index})) :ruleset provenance :name \"provenance {table} {j}\")")
+        for s, t in v.unions:
+            if t[0] == "s":
+                lines.append(f"(rule ({source} (WantClass p{s} w)) ((MergedChosen w {self.index})) "
+                             f":ruleset provenance :name \"provenance {table} union {s}\")")
         return "\n".join(lines)
 
     # --- deciding one key ----------------------------------------------------------------

@@ -15,14 +15,15 @@ module only encodes graphs into it and reads it back:
   in a ``Vec``, because egglog cannot e-match inside a ``Vec``;
 * ``(Id k)`` is a handle on the e-class of node k of a loaded graph, so Python
   can name an e-class in later commands;
-* provenance, for telling which rules an extracted term relies on: the apply actions
-  (see :mod:`.compile`) add ``(By_<constructor> literal children... k)`` for each
-  target e-node ``(<constructor> literal children...)`` rule ``k`` (its index in the
-  runner) builds, new or not, and ``(Merged e k)`` when its target is a matched node
-  (no e-node built: only e-class ``e`` records the union). egglog keeps their
-  e-classes canonical like the e-nodes', so a snapshot tells each e-node the rules
-  that built it and the loaded nodes it is the e-node of, and each e-class the rules
-  that merged a matched node into it (:class:`Provenance`);
+* provenance, for telling which rules an extracted term relies on, is asked for once the
+  term is chosen, never recorded while saturating (an extra row per created e-node, kept
+  canonical through every later union, would about double the cost of applying rules):
+  :meth:`EGraph.attribute` names the chosen e-classes ``(Chosen i)``, lists the chosen
+  e-nodes in ``(Want_<constructor> literal children... i)`` and the classes in
+  ``(WantClass e i)``, and runs the ``provenance`` rules (see :mod:`.compile`): a rule whose
+  source matches, under an accepted key, where its target builds chosen e-node ``i`` adds
+  ``(BuiltChosen i k)`` (``k``: the rule's index in the runner); one whose target is a
+  matched node unioned into chosen e-class ``i`` adds ``(MergedChosen i k)``;
 * ``(Foldable e)`` holds for e-classes computable from parameters and constants
   alone (through some e-node): extraction treats them as folded. The ``fold``
   ruleset maintains it;
@@ -42,7 +43,7 @@ import functools
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Any, Collection, Hashable
+from typing import Any, Collection, Hashable, Mapping
 
 import numpy as np
 from egglog import bindings as egg
@@ -59,9 +60,13 @@ PRELUDE = """
 (constructor Const (i64) Expr)
 (constructor GetItem (i64 Expr) Expr)
 (relation Foldable (Expr))
-(relation By_Const (i64 i64))
-(relation By_GetItem (i64 Expr i64))
-(relation Merged (Expr i64))
+(constructor Chosen (i64) Expr :unextractable)
+(relation Want_Const (i64 i64))
+(relation Want_GetItem (i64 Expr i64))
+(relation WantClass (Expr i64))
+(relation BuiltChosen (i64 i64))
+(relation MergedChosen (i64 i64))
+(ruleset provenance)
 (relation Apart (Expr Expr))
 (relation Pairable (Expr))
 (ruleset fold)
@@ -120,10 +125,10 @@ class Interner:
         return self.values[i]
 
 
-def provenance_relation(constructor: str) -> str:
-    """The relation recording which rules' targets built e-nodes of ``constructor``: its rows are
-    an e-node's literal (form or constant value id) and children, then the rule's index."""
-    return f"By_{constructor}"
+def want_relation(constructor: str) -> str:
+    """The relation listing the chosen e-nodes of ``constructor`` to attribute (:meth:`EGraph.attribute`):
+    an e-node's literal (form or constant value id) and children, then its chosen e-class's index."""
+    return f"Want_{constructor}"
 
 
 @functools.lru_cache(maxsize=None)
@@ -197,7 +202,7 @@ class EGraph:
             hashes = " ".join(f"(= n{i} (num {x}))" for i, x in enumerate(children))
             number = mix(str(3 + len(self.constructors)), "a", *(f"n{i}" for i in range(arity)))
             self.run(f"(constructor {name} (i64 {' '.join(['Expr'] * arity)}) Expr)\n"
-                     f"(relation {provenance_relation(name)} (i64 {' '.join(['Expr'] * arity)} i64))\n"
+                     f"(relation {want_relation(name)} (i64 {' '.join(['Expr'] * arity)} i64))\n"
                      f"(rule ({facts}) ((Foldable e)) :ruleset fold)\n"
                      f"(rule ((= e {term}) {hashes}) ((set (num e) {number})) :ruleset number)")
             self.constructors[name] = (kind, op, arity)
@@ -307,8 +312,6 @@ class EGraph:
         handles: dict[int, Any] = {}
         types: dict[Any, int] = {}
         foldable: set[Any] = set()
-        built: dict[tuple[str, Any, tuple[Any, ...]], set[int]] = {}
-        merged: dict[Any, set[int]] = {}
         for fname, function in frozen.functions.items():
             rows = [row for row in function.rows if not row.subsumed]
             if fname == "Foldable":
@@ -334,38 +337,80 @@ class EGraph:
                     classes.setdefault(row.output, []).append(
                         ENode(kind, op, payload, None, tuple(row.inputs[1:]), literal))
                     types[row.output] = form.type
-            elif fname == "Merged":
-                for row in rows:
-                    merged.setdefault(row.inputs[0], set()).add(value(row.inputs[1]))
-            elif fname.startswith("By_"):
-                ctor = fname.removeprefix("By_")
-                for row in rows:
-                    inputs = row.inputs
-                    built.setdefault((ctor, value(inputs[0]), tuple(inputs[1:-1])), set()).add(value(inputs[-1]))
         loaded: dict[tuple[str, Any, tuple[Any, ...]], list[int]] = {}
         for h, (ctor, literal, children) in enumerate(self.loaded):
             loaded.setdefault((ctor, literal, tuple(handles[c] for c in children)), []).append(h)
         return Snapshot(classes, {c: types[c] for c in classes if c in types}, handles, foldable,
-                        Provenance(built, merged, loaded))
+                        Provenance(loaded))
 
+
+    def attribute(self, snap: "Snapshot", choice: Mapping[Any, int], classes: Collection[Any]) -> Attribution:
+        """Which rules build the chosen e-node of each of ``classes`` and every e-class it reads,
+        transitively (``choice``: e-class of ``snap`` -> index of its chosen e-node), and which
+        union a matched node into them. The e-graph must not have changed since ``snap``.
+
+        The ``provenance`` rules (:mod:`.compile`) run once, joined with the chosen e-nodes
+        only: a rule counts for an e-node when its source matches, under a key it accepted,
+        where its target builds that very e-node. Each chosen e-class gets a handle
+        ``(Chosen i)``, unioned with its chosen e-node (which exists: no e-node is added).
+        """
+        order: list[Any] = []
+        index: dict[Any, int] = {}
+        for root in classes:  # children before parents, iteratively: terms can be deep
+            stack = [(root, False)]
+            while stack:
+                cls, done = stack.pop()
+                if cls in index:
+                    continue
+                if done:
+                    index[cls] = len(order)
+                    order.append(cls)
+                    continue
+                stack.append((cls, True))
+                stack += [(c, False) for c in snap.classes[cls][choice[cls]].children if c not in index]
+        commands = []
+        for i, cls in enumerate(order):
+            e = snap.classes[cls][choice[cls]]
+            ctor, literal, children = e.key
+            lit = egg.Lit(SPAN, egg.String(literal)) if e.kind is Kind.VAR else int_literal(literal)
+            handles = [int_call("Chosen", index[c]) for c in children]
+            commands.append(egg.ActionCommand(egg.Union(SPAN, int_call("Chosen", i), _call(ctor, lit, *handles))))
+            if e.kind is not Kind.VAR:
+                commands.append(egg.ActionCommand(egg.Expr_(SPAN, _call(want_relation(ctor), lit, *handles, int_literal(i)))))
+            commands.append(egg.ActionCommand(egg.Expr_(SPAN, _call("WantClass", int_call("Chosen", i), int_literal(i)))))
+        if commands:
+            self.egg.run_program(*commands)
+        self.run("(run provenance 1)")
+        found = Attribution()
+        for relation, table in (("BuiltChosen", found.built), ("MergedChosen", found.merged)):
+            (out,) = self.egg.run_program(egg.PrintFunction(SPAN, relation, None, None, egg.CSVPrintFunctionMode()))
+            for line in str(out).splitlines():
+                if line:
+                    i, k = (int(v) for v in line.split(",")[1:3])
+                    table.setdefault(order[i], set()).add(k)
+        return found
 
 @dataclass
 class Provenance:
-    """Where the e-nodes of a snapshot come from, by :attr:`ENode.key`: the rules whose targets built
-    each (created it, or built it again), the loaded nodes (handles) each is the e-node of, and the
-    rules that unioned a matched node into each e-class (no e-node built: see :mod:`.compile`)."""
+    """Where the e-nodes of a snapshot come from: the loaded nodes (handles) each e-node is, by
+    :attr:`ENode.key`. Which rules build an e-node is asked for once a term is chosen
+    (:meth:`EGraph.attribute`)."""
 
-    built: dict[tuple[str, Any, tuple[Any, ...]], set[int]] = field(default_factory=dict)
-    merged: dict[Any, set[int]] = field(default_factory=dict)
     loaded: dict[tuple[str, Any, tuple[Any, ...]], list[int]] = field(default_factory=dict)
-
-    def built_by(self, e: ENode) -> set[int]:
-        """The indices of the rules whose targets built ``e``."""
-        return self.built.get(e.key, set())
 
     def loaded_from(self, e: ENode) -> list[int]:
         """The handles of the loaded nodes ``e`` is the e-node of (none: rules created it)."""
         return self.loaded.get(e.key, [])
+
+
+@dataclass
+class Attribution:
+    """Per chosen e-class (:meth:`EGraph.attribute`): the indices of the rules whose targets build
+    its chosen e-node (``built``), and of those whose target is a matched node unioned into it
+    (``merged``: no e-node built)."""
+
+    built: dict[Any, set[int]] = field(default_factory=dict)
+    merged: dict[Any, set[int]] = field(default_factory=dict)
 
 
 @dataclass

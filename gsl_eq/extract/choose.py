@@ -103,26 +103,27 @@ def _node(eg: EGraph, kind: Kind, op: str | None, payload: int, name: str | None
 
 
 def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int]) -> set[int]:
-    """The indices (in ``runner.rules``) of the rules the chosen term relies on, from the provenance
-    the e-graph keeps (:mod:`gsl_eq.egraph.egraph`), over the e-nodes :func:`rebuild` would use:
+    """The indices (in ``runner.rules``) of the rules the chosen term relies on, over the e-nodes
+    :func:`rebuild` would use (asked of the e-graph once, :meth:`~gsl_eq.egraph.EGraph.attribute`):
 
     * a chosen e-node that rules created (not one of the loaded graph's) counts for every rule
-      whose target built it: each one's rewrite yields it on its own (a commutativity rule
+      whose target builds it: each one's rewrite yields it on its own (a commutativity rule
       applied twice builds again what another rule created; it counts too);
     * a chosen e-node of the loaded graph standing where the loaded graph had another node (at a
       root, or as a child of a chosen loaded e-node) got there through a union: it counts for the
-      rules whose targets built it again (``relu(x)`` for ``relu(relu(x))``) or, if none did, for
-      those that unioned a matched node into its e-class (``x`` for ``transpose(transpose(x))``).
+      rules whose targets build it again (``relu(x)`` for ``relu(relu(x))``) or, if none does, for
+      those that union a matched node into its e-class (``x`` for ``transpose(transpose(x))``).
       The e-graph does not keep which union joined which e-nodes, so the latter may name a rule
       whose union the term does not need.
     """
     loaded, origin, used = runner.egraph.loaded, snap.provenance, set()
+    rules = runner.egraph.attribute(snap, choice, roots(runner, snap))
 
     def check(cls: Hashable, expected: set[int]) -> None:
         """The chosen e-node of ``cls`` stands where the loaded graph had the nodes ``expected``."""
         e = snap.classes[cls][choice[cls]]
         if origin.loaded_from(e) and expected.isdisjoint(origin.loaded_from(e)):
-            used.update(origin.built_by(e) or origin.merged.get(cls, ()))
+            used.update(rules.built.get(cls) or rules.merged.get(cls, ()))
 
     for out in runner.graph.outputs:
         check(snap.handles[runner.handles[out]], {runner.handles[out]})
@@ -134,7 +135,7 @@ def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int]) -
             e = snap.classes[cls][choice[cls]]
             handles = origin.loaded_from(e)
             if not handles:
-                used |= origin.built_by(e)
+                used |= rules.built.get(cls, set())
             for i, child in enumerate(e.children):
                 if handles:
                     check(child, {loaded[h][2][i] for h in handles})
