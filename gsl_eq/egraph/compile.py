@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Collection, Iterator
 
 from ..errors import GslEqError
 from ..frontend import Subst, spec
@@ -66,6 +66,8 @@ from ..greedy.match import Matcher
 from ..greedy.rewrite import Rejection, build_target
 from .egraph import BUCKETS, EGraph, constructor_name, mix, want_relation
 
+#: The parts of a variant's program (:meth:`Query.variant_program`), in the order they are defined.
+VARIANT_PARTS = ("tables", "apply", "direct", "prune", "provenance")
 #: Default largest number of instances a variadic source output is instantiated with.
 MAX_VARIADIC = 3
 #: Why :meth:`Query.decide` rejects a key greedy mode's matcher does not match: a source guard
@@ -121,15 +123,22 @@ class Rulesets:
     find: str
     pend: str
     pair: str
+    #: Fast iterations (:meth:`~.runner.Runner._fast`): *key* records the keys of the source's
+    #: matches (egglog enumerates only their distinct values), *direct* applies every new match
+    #: of a decided key at once, with no worklist.
+    key: str
+    direct: str
     reject: str = "reject"
     clear: str = "clear"
 
     @classmethod
     def of_rule(cls, k: int) -> "Rulesets":
-        return cls(*(f"{kind}_{k}" for kind in ("search", "bucket", "apply", "window", "find", "pend", "pair")))
+        kinds = ("search", "bucket", "apply", "window", "find", "pend", "pair", "key", "direct")
+        return cls(*(f"{kind}_{k}" for kind in kinds))
 
     def declarations(self) -> str:
-        own = (self.search, self.bucket, self.apply, self.window, self.find, self.pend, self.pair)
+        own = (self.search, self.bucket, self.apply, self.window, self.find, self.pend, self.pair, self.key,
+               self.direct)
         return "\n".join(f"(ruleset {r})" for r in own)
 
 
@@ -196,6 +205,7 @@ class Query:
                 facts.append(f"(= p{i} (Var n{i}))")
             j += s.in_key
         outputs = [o for o in self.outputs if o in chosen]
+        facts.reverse()  # parents before their children: egglog's join order follows, and is faster so
         facts += [f"(!= p{a} p{b})" for a, b in itertools.combinations(outputs, 2)]
         return " ".join(facts)
 
@@ -229,8 +239,10 @@ class Query:
             f"(rule ({row} (Rej_{self.name} {key})) ((delete {row})) :ruleset {rulesets.reject})",
         ]
         if not self.disconnected:
-            lines.append(f"(rule ({self.facts()}) ((Key_{self.name} {key}) {row}) :ruleset {rulesets.search} "
-                         f":name \"search {self.name}\")")
+            lines += [f"(rule ({self.facts()}) ((Key_{self.name} {key}) {row}) :ruleset {rulesets.search} "
+                      f":name \"search {self.name}\")",
+                      f"(rule ({self.facts()}) ((Key_{self.name} {key})) :ruleset {rulesets.key} "
+                      f":name \"key {self.name}\")"]
             return "\n".join(lines)
         # Each part is matched alone ("find"); its rows wait (Pend, then PendB in a bucket) until
         # their bucket is opened (Act), and active rows of every part are paired under the keys
@@ -284,21 +296,26 @@ class Query:
             f"(rule (({twin} {cols} b)) ((delete ({twin} {cols} b))) :ruleset {clear})",
         ]
 
-    def variant_program(self, eg: EGraph, v: Variant, rulesets: "Rulesets") -> str:
-        """The tables of one variant and its rules. *apply* consumes every worklist row (of either
+    def variant_program(self, eg: EGraph, v: Variant, rulesets: "Rulesets",
+                        parts: Collection[str] = VARIANT_PARTS) -> str:
+        """The ``parts`` (of :data:`VARIANT_PARTS`) of one variant: its *tables* and its rules, each
+        defined when first needed (egglog compiles every rule it is given). *apply* consumes every worklist row (of either
         worklist) whose key chose this variant, *window* only the bucketed rows of the buckets in
         ``Open``: each creates the target's e-nodes, unions each source output with its target
-        and deletes the row; they read rows, never the e-graph. *provenance* rules (run once a
+        and deletes the row; they read rows, never the e-graph. *direct* does the same for every
+        match of the source itself (a fast iteration: no worklist). *prune* deletes the rows
+        whose target is already built and unioned (matches a fast iteration applied, found again
+        by the first search after it). *provenance* rules (run once a
         term is chosen, :meth:`.egraph.EGraph.attribute`) find where the source matches under a
         key that chose this variant and the target's e-node ``j`` is a wanted one (or, for a
         union with a matched node, the source output's e-class is wanted)."""
         table, key, sorts = f"{self.name}_{v.index}", self.key_vars(), " ".join(["i64"] * self.key_arity)
         # the key chose this variant: Ok, or (when the target creates nodes) the first created node's form
-        lines = [] if v.created else [f"(function Ok_{table} ({sorts}) i64 :merge old)"]
+        tables = [] if v.created else [f"(function Ok_{table} ({sorts}) i64 :merge old)"]
         lookups, actions, terms = [] if v.created else [f"(= ok (Ok_{table} {key}))"], [], []
         ref = {("s", i): f"p{i}" for i in self.kept}
         for j, (kind, op, children) in enumerate(v.created):
-            lines.append(f"(function A_{table}_{j} ({sorts}) i64 :merge old)")
+            tables.append(f"(function A_{table}_{j} ({sorts}) i64 :merge old)")
             lookups.append(f"(= A{j} (A_{table}_{j} {key}))")
             args = " ".join(ref[c] for c in children)
             if kind in (Kind.CALL, Kind.TUPLE):
@@ -311,7 +328,8 @@ class Query:
         actions += [f"(union p{s} {ref[t]})" for s, t in v.unions]
         body, head = " ".join(lookups), " ".join(actions)
         row, bucketed = f"(M_{self.name} {self.row()})", f"(MB_{self.name} {self.row()} b)"
-        lines += [
+        lines = {"tables": tables, "apply": [], "direct": [], "prune": [], "provenance": []}
+        lines["apply"] = [
             f"(rule ({row} {body}) ({head} (delete {row})) :ruleset {rulesets.apply} :name \"apply {table}\")",
             f"(rule ({bucketed} {body}) ({head} (delete {bucketed})) :ruleset {rulesets.apply} "
             f":name \"apply {table} bucketed\")",
@@ -319,15 +337,20 @@ class Query:
             f":name \"window {table}\")",
         ]
         source = f"{self.facts()} {body}"
+        if not self.disconnected:  # a disconnected source's matches are paired, never applied directly
+            lines["direct"].append(f"(rule ({source}) ({head}) :ruleset {rulesets.direct} :name \"direct {table}\")")
         built = [f"(= new{j} ({ctor} {args}))" for j, (ctor, args) in enumerate(terms)]
+        done = " ".join([*built, *(f"(= p{s} {ref[t]})" for s, t in v.unions)])
+        lines["prune"].append(f"(rule ({row} {body} {done}) ((delete {row})) :ruleset prune :name \"prune {table}\")")
         for j, (ctor, args) in enumerate(terms):
-            lines.append(f"(rule ({source} {' '.join(built[:j])} ({want_relation(ctor)} {args} w)) "
-                         f"((BuiltChosen w {self.index})) :ruleset provenance :name \"provenance {table} {j}\")")
+            lines["provenance"].append(
+                f"(rule ({source} {' '.join(built[:j])} ({want_relation(ctor)} {args} w)) "
+                f"((BuiltChosen w {self.index})) :ruleset provenance :name \"provenance {table} {j}\")")
         for s, t in v.unions:
             if t[0] == "s":
-                lines.append(f"(rule ({source} (WantClass p{s} w)) ((MergedChosen w {self.index})) "
-                             f":ruleset provenance :name \"provenance {table} union {s}\")")
-        return "\n".join(lines)
+                lines["provenance"].append(f"(rule ({source} (WantClass p{s} w)) ((MergedChosen w {self.index})) "
+                                           f":ruleset provenance :name \"provenance {table} union {s}\")")
+        return "\n".join(line for part in parts for line in lines[part])
 
     # --- deciding one key ----------------------------------------------------------------
     def decide(self, eg: EGraph, key: tuple[int, ...]) -> tuple[Variant, list[int]] | str:

@@ -78,6 +78,7 @@ PRELUDE = """
 (ruleset close)
 (rule ((Open b)) ((delete (Open b))) :ruleset close)
 (ruleset reject)
+(ruleset prune)
 (ruleset clear)
 (rule ((= e (Const c))) ((set (num e) {const})) :ruleset number)
 (rule ((= e (GetItem i t)) (= n (num t))) ((set (num e) {getitem})) :ruleset number)

@@ -1,7 +1,15 @@
 """The equality saturation loop, modelled on egg's Runner: explicit limits, a report
 per iteration, the reason it stopped, and a back-off scheduler (:mod:`.scheduler`).
 
-One iteration:
+An iteration is *fast* while the limits are far: egglog records the keys of every
+source's matches (it enumerates only their distinct values, which costs little),
+Python decides the new ones, and one egglog call applies every new match of a
+decided key directly, as rules written in egglog would (:meth:`Runner._fast`). The
+e-graph is pushed on egglog's stack first; if a rule found more matches than its
+limit or the e-graph passed the node limit, it is popped back and the iteration is
+run *controlled* instead, as is every later one: the pushed copies cannot be
+dropped, so they are made only while they add up to less than ``node_limit``
+e-nodes. A controlled iteration:
 
 1. *search*: egglog runs the search rule of every rule the scheduler lets search;
    each match becomes a row of the rule's worklist and its key a row of the key
@@ -27,15 +35,15 @@ import itertools
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Collection, Iterable, Sequence
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 from egglog import bindings as egg
 
 from ..frontend import Subst
 from ..graph import Graph
 from ..limits import StopReason, check_count, check_seconds
-from .compile import MAX_VARIADIC, Query, Rulesets, compile_rule
-from .egraph import BUCKETS, SPAN, EGraph, int_literal
+from .compile import MAX_VARIADIC, Query, Rulesets, Variant, compile_rule
+from .egraph import BUCKETS, SPAN, Attribution, EGraph, Snapshot, int_literal
 from .scheduler import Scheduler
 
 
@@ -54,6 +62,9 @@ class Iteration:
     search found more matches than their limit (counted, not applied);
     ``searched``: how many rules were searched.
     ``rebuild_time`` is egglog's own figure, part of ``search_time`` and ``apply_time``.
+    ``fast``: the iteration was fast (see the module docstring; ``search_time`` is then the
+    time recording keys, ``apply_time`` the time applying every match). A controlled iteration's
+    ``search_time`` includes a fast attempt that was refused.
     """
 
     enodes: int
@@ -71,6 +82,7 @@ class Iteration:
     searched: int = 0
     new_bans: list[str] = field(default_factory=list)
     rejected: dict[str, dict[str, int]] = field(default_factory=dict)
+    fast: bool = False
 
 
 @dataclass
@@ -116,6 +128,8 @@ def _sum(counts: Iterable[dict[str, int]]) -> dict[str, int]:
     return total
 
 
+#: How many more rounds :meth:`Runner._fill` applies of a rule cut short by the node budget.
+FILL_ROUNDS = 3
 #: How many rounds of buckets :meth:`Runner._pair` opens per part and iteration.
 PAIRING_ROUNDS = 8
 
@@ -153,7 +167,8 @@ class Runner:
     iterations only (TENSAT's ``iter_multi``, 1 by default there too), at most
     about its limit of new pairs each (:meth:`_pair`), and only at loaded nodes
     neither of which reads the other: its pairs grow with the square of its
-    matches; part matches not paired by then are left out.
+    matches; part matches not paired by then are left out. ``fast=False`` makes every
+    iteration controlled (see the module docstring).
 
         runner = Runner(graph, rules.algebraic(), node_limit=50_000, iter_limit=30, time_limit=60)
         report = runner.run()
@@ -164,7 +179,7 @@ class Runner:
                  time_limit: float = 60.0, match_limit: int = 1000, multi_match_limit: int = 100,
                  ban_length: int = 5, max_variadic: int = MAX_VARIADIC,
                  on_iteration: Callable[[Iteration], None] | None = None, params: Collection[str] = (),
-                 extraction_reserve: float = 0.0, pair_iterations: int = 1):
+                 extraction_reserve: float = 0.0, pair_iterations: int = 1, fast: bool = True):
         start = time.perf_counter()
         self.egraph = EGraph()
         self.graph = graph
@@ -185,6 +200,10 @@ class Runner:
         self.scheduler = Scheduler([any(q.multi_output for q in qs) for qs in self.queries],
                                    match_limit, multi_match_limit, ban_length)
         self.backlog = [0] * len(self.rules)
+        self.fast = fast  # until a fast iteration is refused (then every iteration is controlled)
+        self._pushed = 0  # e-nodes in the copies pushed on egglog's stack
+        self._direct_sets: dict[tuple[int, ...], str] = {}
+        self._defined: set[tuple[str, int, str]] = set()  # (query, variant, part) defined in egglog
         self._seconds_per_row: dict[str, float] = {}
         self._last_time: dict[str, float] = {}
         self.on_iteration = on_iteration
@@ -216,8 +235,19 @@ class Runner:
         new_keys: dict[str, int] = {}
         accepted: dict[str, int] = {}
         rejected: dict[str, dict[str, int]] = {}
-        ticks, reason = [time.perf_counter()], None
+        ticks, reason, refused = [time.perf_counter()], None, False
+        if self._fast_possible(n, searched):
+            try:
+                fast = self._fast(n, searched, banned, new_keys, accepted, rejected)
+            except _OutOfTime:
+                fast = None
+                reason = StopReason.TIME_LIMIT
+            if fast is not None:
+                return fast
+            refused = not self.fast
         try:
+            if reason is not None:
+                raise _OutOfTime
             paired = [k for k in searched if self._pairs(k, n)]
             if searched:  # one egglog call for every search: calls cost, rule sets can be large
                 rulesets = [f"search_{k}" for k in searched] + [f"find_{k}" for k in paired]
@@ -225,6 +255,11 @@ class Runner:
             ticks.append(time.perf_counter())
             self._decide(searched, n, new_keys, accepted, rejected)
             self._run(search, ["reject"])
+            if refused:  # this first search found again every match the fast iterations applied
+                self._define_all("prune")
+                self._run(search, ["prune"])
+                sizes = eg.table_sizes()
+                found = {k: sum(sizes.get(f"M_{q.name}", 0) for q in self.queries[k]) for k in searched}
             for k in paired:
                 found[k] += self._pair(k, search)
             ticks.append(time.perf_counter())
@@ -233,6 +268,7 @@ class Runner:
             # a disconnected rule's pairs are already kept to its budget (_pair): no ban for them
             new_bans = [names[k] for k in searched
                         if k not in paired and self.scheduler.after_search(k, n, found[k])]
+            self._define_all("apply")  # variants decided in fast iterations have no apply rules yet
             reason = self._apply_phase(n, apply, eg.size(sizes))
         except _OutOfTime:
             reason = StopReason.TIME_LIMIT
@@ -254,6 +290,83 @@ class Runner:
             elif self.scheduler.any_banned(n + 1):  # nothing else changes: lift the bans early (egg does the same)
                 self.scheduler.lift_bans()
         return iteration, reason
+
+    def _fast_possible(self, n: int, searched: list[int]) -> bool:
+        """Whether iteration ``n`` may be fast: no worklist holds matches, no rule pairs the
+        parts of a disconnected source now, the pushed copy fits the node budget, and the
+        iteration is predicted to end well before the deadline."""
+        if not self.fast or any(self.backlog) or any(self._pairs(k, n) for k in searched):
+            return False
+        size = self.report.iterations[-1].enodes if self.report.iterations else len(self.graph)
+        if self._pushed + size > self.node_limit:
+            return False
+        predicted = self._predicted_time(size) if self.report.iterations else 0.0
+        return time.perf_counter() + 4 * predicted <= self.deadline
+
+    def _fast(self, n: int, searched: list[int], banned: list[str], new_keys: dict[str, int],
+              accepted: dict[str, int], rejected: dict[str, dict[str, int]]) -> tuple[Iteration, StopReason | None] | None:
+        """A fast iteration (see the module docstring); None, the e-graph as it was, if it was refused
+        (the keys it decided stay decided)."""
+        eg, names, counts = self.egraph, [r.name for r in self.rules], _Counts()
+        start = time.perf_counter()
+        if searched:
+            self._run(counts, [f"key_{k}" for k in searched])
+        keyed = time.perf_counter()
+        self._decide(searched, n, new_keys, accepted, rejected)
+        decided = time.perf_counter()
+        size = self.report.iterations[-1].enodes if self.report.iterations else eg.size()
+        eg.egg.run_program(egg.Push(1))
+        found = dict.fromkeys(searched, 0)
+        try:
+            if searched:
+                found = self._per_rule_index(self._run(counts, [self._direct_set(searched)]), searched)
+        except _OutOfTime:
+            eg.egg.run_program(egg.Pop(SPAN, 1))
+            raise
+        sizes = eg.table_sizes()
+        enodes = eg.size(sizes)
+        if any(found[k] > self.scheduler.limit(k) for k in searched) or self._room(enodes)[0] < 0:
+            eg.egg.run_program(egg.Pop(SPAN, 1))
+            self.fast = False
+            self._define_all("apply")
+            return None
+        self._pushed += size
+        applied = {names[k]: m for k, m in found.items() if m}
+        end = time.perf_counter()
+        iteration = Iteration(enodes, {names[k]: m for k, m in found.items()}, new_keys, accepted, applied, banned,
+                              keyed - start, decided - keyed, end - decided, counts.rebuild, end - start, {},
+                              len(searched), [], rejected, fast=True)
+        # no rule is banned while iterations are fast: a rule past its limit ends them
+        if enodes >= self.node_limit:
+            return iteration, StopReason.NODE_LIMIT
+        return iteration, None if counts.updated or len(searched) < len(self.rules) else StopReason.SATURATED
+
+    def _define(self, k: int, q: Query, v: Variant, parts: Iterable[str]) -> None:
+        """Define in egglog the ``parts`` of variant ``v`` of rule ``k``'s query ``q`` not defined yet."""
+        todo = [part for part in parts if (q.name, v.index, part) not in self._defined]
+        if todo:
+            self.egraph.run(q.variant_program(self.egraph, v, Rulesets.of_rule(k), todo))
+            self._defined.update((q.name, v.index, part) for part in todo)
+
+    def _define_all(self, part: str) -> None:
+        """Define ``part`` of every variant decided so far."""
+        for k, qs in enumerate(self.queries):
+            for q in qs:
+                for v in q.variants.values():
+                    self._define(k, q, v, [part])
+
+    def attribute(self, snap: Snapshot, choice: Mapping[Any, int], classes: Collection[Any]) -> Attribution:
+        """:meth:`EGraph.attribute` with the provenance rules of every decided variant."""
+        self._define_all("provenance")
+        return self.egraph.attribute(snap, choice, classes)
+
+    def _direct_set(self, rules: list[int]) -> str:
+        """An egglog ruleset running the *direct* rules of ``rules`` together, as one iteration."""
+        key = tuple(rules)
+        if key not in self._direct_sets:
+            name = self._direct_sets[key] = f"direct_set_{len(self._direct_sets)}"
+            self.egraph.run(f"(unstable-combined-ruleset {name} {' '.join(f'direct_{k}' for k in rules)})")
+        return self._direct_sets[key]
 
     def _apply_phase(self, n: int, counts: _Counts, enodes: int) -> StopReason | None:
         """Apply every rule's pending matches within its budget; the reason to stop if the node or
@@ -290,11 +403,28 @@ class Runner:
                 applied = self._apply_buckets(k, budget, counts)
                 self.backlog[k] -= applied
                 enodes += created * applied
+                if reason is not None:
+                    self._fill(k, created, applied, budget, counts)
             if reason is not None:
                 flush()
                 return reason
         flush()
         return None
+
+    def _fill(self, k: int, created: int, applied: int, budget: int, counts: _Counts) -> None:
+        """Rule ``k`` was cut short by the room left: its ``created`` e-nodes per application are an
+        upper bound (targets share e-nodes with the e-graph), so apply more of its matches while the
+        measured room, its limit and its backlog allow a round of at least an eighth of ``budget``."""
+        for _ in range(FILL_ROUNDS):
+            more = min(math.floor(self._room(self.egraph.size())[0] / created), self.backlog[k],
+                       self.scheduler.limit(k) - applied)
+            if more < max(1, budget // 8):
+                return
+            got = self._apply_buckets(k, more, counts)
+            if not got:
+                return
+            self.backlog[k] -= got
+            applied += got
 
     def _room(self, enodes: int) -> tuple[float, StopReason]:
         """How many e-nodes may still be added, and which limit says so."""
@@ -308,15 +438,16 @@ class Runner:
     def _apply_buckets(self, k: int, budget: int, counts: _Counts) -> int:
         """Apply about ``budget`` of rule ``k``'s pending matches, bucket by bucket.
 
-        Buckets just opened hold fewer matches than the others (up to half as many
-        on average), so the first round aims at half the budget; later rounds size
-        themselves on the matches per bucket seen so far.
+        Matches are lumpy: the matches of one e-class under associativity share most of
+        their e-classes, so a few buckets can hold many. The first round aims at a quarter
+        of the budget, later ones at half of what is left, each sized on the matches per
+        bucket seen so far: a lump is seen before the budget is passed by much.
         """
         self.egraph.number()
         self._run(counts, [f"bucket_{k}"], self.backlog[k])
         applied, left, opened, density = 0, self.backlog[k], 0, self.backlog[k] / BUCKETS
         while left > 0 and applied < 0.8 * budget and opened < BUCKETS:
-            want = (budget - applied) / (2 if not opened else 1)
+            want = (budget - applied) / (4 if not opened else 2)
             buckets = self.scheduler.buckets(k, min(want / density, BUCKETS - opened) / BUCKETS)
             got = sum(self._in_buckets(buckets, counts, f"window_{k}", round(density * len(buckets))).values())
             opened += len(buckets)
@@ -416,11 +547,12 @@ class Runner:
     @staticmethod
     def _per_rule_index(counts: dict[str, int], rules: list[int]) -> dict[int, int]:
         """egglog's per-rule counts (rules named "search r<k>_<q>", "apply r<k>_<q>_<v>[ bucketed]",
-        "window r<k>_<q>_<v>") summed per GSL rule index, every one of ``rules`` included."""
+        "window r<k>_<q>_<v>", "direct r<k>_<q>_<v>") summed per GSL rule index, every one of
+        ``rules`` included."""
         total = dict.fromkeys(rules, 0)
         for name, n in counts.items():
             words = name.split()
-            if words[0] in ("search", "apply", "window"):
+            if words[0] in ("search", "apply", "window", "direct"):
                 k = int(words[1][1:].split("_")[0])
                 total[k] = total.get(k, 0) + n
         return total
@@ -450,12 +582,14 @@ class Runner:
         per rule name and reason into ``rejected``."""
         eg = self.egraph
         commands = []
+        plain = [q for k in rules for q in self.queries[k] if not q.disconnected]
+        rows = dict(zip((q.name for q in plain), self._keys(*((f"Key_{q.name}", q.key_arity) for q in plain))))
         for k in rules:
             name = self.rules[k].name
             for q in self.queries[k]:
                 if q.disconnected and not self._pairs(k, n):
                     continue
-                keys = self._combinations(q) if q.disconnected else self._keys(f"Key_{q.name}", q.key_arity)
+                keys = self._combinations(q) if q.disconnected else rows[q.name]
                 fresh = [key for key in keys if key not in q.seen]
                 new_keys[name] = new_keys.get(name, 0) + len(fresh)
                 ok = 0
@@ -476,7 +610,7 @@ class Runner:
                         commands.append(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, f"Pair_{q.name}", args))))
                     variant, payloads = decision
                     if len(q.variants) > known:
-                        eg.run(q.variant_program(eg, variant, Rulesets.of_rule(k)))
+                        self._define(k, q, variant, ["tables", "direct" if self.fast else "apply"])
                     ok += 1
                     table = f"{q.name}_{variant.index}"
                     for j, payload in enumerate(payloads):
@@ -487,16 +621,19 @@ class Runner:
         if commands:
             eg.egg.run_program(*commands)
 
-    def _keys(self, relation: str, arity: int) -> list[tuple[int, ...]]:
-        """The rows of a key relation (only that relation is read, not the whole e-graph)."""
-        (out,) = self.egraph.egg.run_program(
-            egg.PrintFunction(SPAN, relation, None, None, egg.CSVPrintFunctionMode()))
-        return [tuple(int(v) for v in line.split(",")[1:1 + arity]) for line in str(out).splitlines() if line]
+    def _keys(self, *relations: tuple[str, int]) -> list[list[tuple[int, ...]]]:
+        """The rows of each (key relation, arity), in one egglog call (only they are read, not the e-graph)."""
+        if not relations:
+            return []
+        outs = self.egraph.egg.run_program(
+            *(egg.PrintFunction(SPAN, relation, None, None, egg.CSVPrintFunctionMode()) for relation, _ in relations))
+        return [[tuple(int(v) for v in line.split(",")[1:1 + arity]) for line in str(out).splitlines() if line]
+                for out, (_, arity) in zip(outs, relations)]
 
     def _combinations(self, q: Query) -> list[tuple[int, ...]]:
         """The keys of disconnected ``q`` combining its parts' keys that were not combined before:
         those whose first part key new this time is that of part ``c``, for each ``c``."""
-        keys = [self._keys(f"Key_{q.name}_{c}", len(q.key_positions(part))) for c, part in enumerate(q.components)]
+        keys = self._keys(*((f"Key_{q.name}_{c}", len(q.key_positions(part))) for c, part in enumerate(q.components)))
         new = [[key for key in ks if key not in seen] for ks, seen in zip(keys, q.component_seen)]
         old = [list(seen) for seen in q.component_seen]
         combinations = []

@@ -18,7 +18,9 @@ egg's ``BackoffScheduler`` with worklists, where the budget bounds what is
 A share of a rule's matches is applied by *buckets*: a hash of each match's
 e-classes puts it in one of ``BUCKETS`` buckets, and opening ``n`` buckets applies
 about ``n / BUCKETS`` of the matches. Each rule opens the buckets after the ones it
-opened last, so every match is reached.
+opened last, so every match is reached, in a scattered order (a stride near
+``BUCKETS`` over the golden ratio): the hashes of matches built alike can fill a
+range of buckets, which consecutive buckets would take all at once.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .egraph import BUCKETS
+
+#: Odd, so that ``i * STRIDE % BUCKETS`` visits every bucket once per ``BUCKETS`` steps.
+STRIDE = 2531
 
 
 @dataclass
@@ -87,6 +92,6 @@ class Scheduler:
         """The buckets rule ``k`` opens next to apply about ``share`` of its bucketed matches (at least one)."""
         s = self.rules[k]
         count = min(BUCKETS, max(1, int(share * BUCKETS)))
-        opened = [(s.cursor + i) % BUCKETS for i in range(count)]
+        opened = [(s.cursor + i) * STRIDE % BUCKETS for i in range(count)]
         s.cursor = (s.cursor + count) % BUCKETS
         return opened

@@ -104,7 +104,7 @@ def _node(eg: EGraph, kind: Kind, op: str | None, payload: int, name: str | None
 
 def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int]) -> set[int]:
     """The indices (in ``runner.rules``) of the rules the chosen term relies on, over the e-nodes
-    :func:`rebuild` would use (asked of the e-graph once, :meth:`~gsl_eq.egraph.EGraph.attribute`):
+    :func:`rebuild` would use (asked of the e-graph once, :meth:`~gsl_eq.egraph.Runner.attribute`):
 
     * a chosen e-node that rules created (not one of the loaded graph's) counts for every rule
       whose target builds it: each one's rewrite yields it on its own (a commutativity rule
@@ -117,7 +117,7 @@ def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int]) -
       whose union the term does not need.
     """
     loaded, origin, used = runner.egraph.loaded, snap.provenance, set()
-    rules = runner.egraph.attribute(snap, choice, roots(runner, snap))
+    rules = runner.attribute(snap, choice, roots(runner, snap))
 
     def check(cls: Hashable, expected: set[int]) -> None:
         """The chosen e-node of ``cls`` stands where the loaded graph had the nodes ``expected``."""

@@ -34,7 +34,7 @@ def test_attribution_names_the_rules_that_build_each_chosen_e_node_and_which_inp
     # choose the rewritten term: maximum over the variable itself (the transposes merged away)
     choice = choose(snap, lambda e: e.kind is Kind.VAR or e.op in ("relax.maximum", "relax.negative", "relax.nn.relu"))
     root = snap.handles[handle[wl.graph.outputs[0]]]
-    found = runner.egraph.attribute(snap, choice, [root])
+    found = runner.attribute(snap, choice, [root])
     chosen = {snap.classes[cls][choice[cls]].op: rules for cls, rules in found.built.items()}
     assert chosen == {"relax.maximum": {1}, "relax.negative": {1}}
     # transpose_transpose builds nothing: its target is the matched u; the union is on u's e-class
@@ -53,5 +53,5 @@ def test_a_rule_counts_only_where_its_target_builds_the_chosen_e_node():
     runner.run()
     snap = runner.egraph.snapshot()
     root = snap.handles[runner.handles[wl.graph.outputs[0]]]
-    keep_abs = runner.egraph.attribute(snap, choose(snap, lambda e: e.op == "relax.abs"), [root])
+    keep_abs = runner.attribute(snap, choose(snap, lambda e: e.op == "relax.abs"), [root])
     assert keep_abs.built == {} and keep_abs.merged == {}
