@@ -33,6 +33,13 @@ nodes written as egglog facts, one *slot* per node, and becomes egglog rules:
   buckets (by a hash of the match's e-classes) and a *window* twin applies chosen
   buckets.
 
+While the runner's limits are far, its iterations are *fast*: a *key* rule per
+query records only the keys of its matches (egglog enumerates just their distinct
+values; the rule is skipped when every key a match could have is decided,
+:meth:`Query.covered`), Python decides the new ones, and a *direct* rule per
+variant applies every match of a decided key where it is found, without a worklist
+(:meth:`~.runner.Runner._fast`).
+
 So e-matching, union and rebuilding stay in the engine, each match is found
 once, and Python sees one row per distinct key, never one per match. A rule
 with several source outputs becomes one multi-pattern query; distinct outputs
@@ -64,10 +71,12 @@ from ..graph import Graph, Kind, Node
 from ..graph.types import Type
 from ..greedy.match import Matcher
 from ..greedy.rewrite import Rejection, build_target
-from .egraph import BUCKETS, EGraph, constructor_name, mix, want_relation
+from .egraph import BUCKETS, EGraph, constructor_name, head_name, mix, want_relation
 
 #: The parts of a variant's program (:meth:`Query.variant_program`), in the order they are defined.
 VARIANT_PARTS = ("tables", "apply", "direct", "prune", "provenance")
+#: The most keys :meth:`Query.covered` enumerates.
+KEY_SPACE = 64
 #: Default largest number of instances a variadic source output is instantiated with.
 MAX_VARIADIC = 3
 #: Why :meth:`Query.decide` rejects a key greedy mode's matcher does not match: a source guard
@@ -162,6 +171,7 @@ class Query:
 
     def __post_init__(self) -> None:
         self.component_seen = [set() for _ in self.components]
+        self._covered, self._covered_state = False, None
 
     @property
     def multi_output(self) -> bool:
@@ -184,6 +194,21 @@ class Query:
         """Where the values of ``slots`` are in the key."""
         position = list(itertools.accumulate((s.in_key for s in self.slots), initial=0))
         return [position[i] for i in sorted(slots) if self.slots[i].in_key]
+
+    def covered(self, eg: EGraph) -> bool:
+        """Whether every key a match could have is decided already, so that recording keys can be
+        skipped: each key position holds a literal its constructor's e-nodes may hold
+        (``eg.literals``), and every combination of those (at most :data:`KEY_SPACE`) is seen."""
+        heads = [head_name(s.kind, s.op, len(s.children)) for s in self.slots if s.in_key]
+        pools = [eg.literals.get(h, set()) for h in heads]
+        state = (tuple(len(p) for p in pools), len(self.seen))
+        if self._covered_state != state:
+            size = 1
+            for pool in pools:
+                size *= len(pool)
+            self._covered = size <= KEY_SPACE and all(key in self.seen for key in itertools.product(*pools))
+            self._covered_state = state
+        return self._covered
 
     # --- text of the egglog rules -------------------------------------------------------
     def facts(self, slots: list[int] | None = None) -> str:
@@ -313,19 +338,28 @@ class Query:
         # the key chose this variant: Ok, or (when the target creates nodes) the first created node's form
         tables = [] if v.created else [f"(function Ok_{table} ({sorts}) i64 :merge old)"]
         lookups, actions, terms = [] if v.created else [f"(= ok (Ok_{table} {key}))"], [], []
-        ref = {("s", i): f"p{i}" for i in self.kept}
+        ref = {("s", i): f"p{i}" for i in self.kept}  # in queries: created nodes are bound variables
+        made = dict(ref)  # in actions: a created node read once is written where it is read
+        reads = [0] * len(v.created)  # (egglog's let costs: 1.6x on mul_distributes)
+        for c in [c for _, _, children in v.created for c in children] + [t for _, t in v.unions]:
+            if c[0] == "n":
+                reads[c[1]] += 1
         for j, (kind, op, children) in enumerate(v.created):
             tables.append(f"(function A_{table}_{j} ({sorts}) i64 :merge old)")
             lookups.append(f"(= A{j} (A_{table}_{j} {key}))")
-            args = " ".join(ref[c] for c in children)
             if kind in (Kind.CALL, Kind.TUPLE):
                 ctor = eg.declare(kind, op, len(children))
             else:
                 ctor = "GetItem" if kind is Kind.GETITEM else "Const"
             ref[("n", j)] = f"new{j}"
-            terms.append((ctor, f"A{j} {args}".strip()))
-            actions.append(f"(let new{j} ({ctor} {terms[j][1]}))")
-        actions += [f"(union p{s} {ref[t]})" for s, t in v.unions]
+            terms.append((ctor, f"A{j} {' '.join(ref[c] for c in children)}".strip()))
+            term = f"({ctor} {f'A{j} ' + ' '.join(made[c] for c in children)})".replace(" )", ")")
+            if reads[j] == 1:
+                made[("n", j)] = term
+            else:
+                actions.append(f"(let new{j} {term})")
+                made[("n", j)] = f"new{j}"
+        actions += [f"(union p{s} {made[t]})" for s, t in v.unions]
         body, head = " ".join(lookups), " ".join(actions)
         row, bucketed = f"(M_{self.name} {self.row()})", f"(MB_{self.name} {self.row()} b)"
         lines = {"tables": tables, "apply": [], "direct": [], "prune": [], "provenance": []}

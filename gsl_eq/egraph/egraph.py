@@ -133,6 +133,13 @@ def want_relation(constructor: str) -> str:
 
 
 @functools.lru_cache(maxsize=None)
+def head_name(node_kind: Kind, op: str | None, arity: int) -> str:
+    """The egglog constructor of any node: ``Var``, ``Const``, ``GetItem`` or :func:`constructor_name`."""
+    if node_kind in (Kind.VAR, Kind.CONST, Kind.GETITEM):
+        return {Kind.VAR: "Var", Kind.CONST: "Const", Kind.GETITEM: "GetItem"}[node_kind]
+    return constructor_name(node_kind, op, arity)
+
+
 def constructor_name(node_kind: Kind, op: str | None, arity: int) -> str:
     """The egglog constructor of a call (by op and input count) or a tuple (by size)."""
     if node_kind is Kind.TUPLE:
@@ -182,6 +189,9 @@ class EGraph:
         self.attrs = Interner()
         self.types = Interner()
         self.forms = Interner()
+        #: Per constructor, the literals (forms, constant value ids) its e-nodes may hold: those of
+        #: the loaded nodes and of every target node a decision gave one (:meth:`note_literal`).
+        self.literals: dict[str, set[int]] = {}
         self.consts: list[np.ndarray] = []
         self.var_types: dict[str, int] = {}
         self.constructors: dict[str, tuple[Kind, str | None, int]] = {}
@@ -244,6 +254,8 @@ class EGraph:
             term = _call(name, egg.Lit(SPAN, egg.String(literal)) if node.kind is Kind.VAR else int_literal(literal),
                          *(int_call("Id", handle[i]) for i in node.inputs))
             self.loaded.append((name, literal, tuple(handle[i] for i in node.inputs)))
+            if node.kind is not Kind.VAR:
+                self.note_literal(name, literal)
             commands.append(egg.ActionCommand(egg.Union(SPAN, int_call("Id", k), term)))
             commands.append(egg.ActionCommand(egg.Set(SPAN, "num", [int_call("Id", k)], int_literal(scramble(k)))))
             if node.kind is Kind.VAR and node.name in self.params:
@@ -251,6 +263,10 @@ class EGraph:
         self.egg.run_program(*commands)
         self.fold()
         return handle
+
+    def note_literal(self, constructor: str, literal: int) -> None:
+        """Record that e-nodes of ``constructor`` may hold ``literal``."""
+        self.literals.setdefault(constructor, set()).add(literal)
 
     def _head(self, node: Node) -> tuple[str, Any]:
         """The constructor of a node's e-node and its literal: a variable's name, a constant's

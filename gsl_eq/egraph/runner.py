@@ -43,7 +43,7 @@ from ..frontend import Subst
 from ..graph import Graph
 from ..limits import StopReason, check_count, check_seconds
 from .compile import MAX_VARIADIC, Query, Rulesets, Variant, compile_rule
-from .egraph import BUCKETS, SPAN, Attribution, EGraph, Snapshot, int_literal
+from .egraph import BUCKETS, SPAN, Attribution, EGraph, Snapshot, head_name, int_literal
 from .scheduler import Scheduler
 
 
@@ -309,8 +309,9 @@ class Runner:
         (the keys it decided stay decided)."""
         eg, names, counts = self.egraph, [r.name for r in self.rules], _Counts()
         start = time.perf_counter()
-        if searched:
-            self._run(counts, [f"key_{k}" for k in searched])
+        keyed_rules = [k for k in searched if not all(q.covered(eg) for q in self.queries[k] if not q.disconnected)]
+        if keyed_rules:
+            self._run(counts, [f"key_{k}" for k in keyed_rules])
         keyed = time.perf_counter()
         self._decide(searched, n, new_keys, accepted, rejected)
         decided = time.perf_counter()
@@ -613,6 +614,8 @@ class Runner:
                         self._define(k, q, variant, ["tables", "direct" if self.fast else "apply"])
                     ok += 1
                     table = f"{q.name}_{variant.index}"
+                    for (kind, op, children), payload in zip(variant.created, payloads):
+                        eg.note_literal(head_name(kind, op, len(children)), payload)
                     for j, payload in enumerate(payloads):
                         commands.append(egg.ActionCommand(egg.Set(SPAN, f"A_{table}_{j}", args, int_literal(payload))))
                     if not payloads:

@@ -1,0 +1,72 @@
+"""Fast iterations: while the limits are far, every new match of a decided key is applied at once
+(no worklist); an iteration past a limit is undone and run controlled, and so is every later one."""
+
+from gsl_eq import optimize, rules
+from gsl_eq.egraph import Runner, StopReason
+from gsl_eq.models import ac_sum, polynomial
+from tests.conftest import assert_same_outputs
+
+FAR = dict(node_limit=10**9, time_limit=10**6, match_limit=10**9, multi_match_limit=10**9)
+
+
+def test_fast_iterations_grow_the_e_graph_as_controlled_ones_do():
+    graph = polynomial(60).graph
+    fast = Runner(graph, rules.ring(), iter_limit=4, **FAR).run()
+    controlled = Runner(graph, rules.ring(), iter_limit=4, fast=False, **FAR).run()
+    assert [it.fast for it in fast.iterations] == [True] * 4
+    assert not any(it.fast for it in controlled.iterations)
+    assert [it.enodes for it in fast.iterations] == [it.enodes for it in controlled.iterations]
+    assert [it.applied for it in fast.iterations] == [{n: m for n, m in it.matches.items() if m} for it in fast.iterations]
+
+
+def test_an_iteration_past_a_rule_limit_is_undone_and_run_controlled():
+    graph = ac_sum(10).graph
+    runner = Runner(graph, [rules.add_commutative(), rules.add_associative()], node_limit=10**9, iter_limit=6,
+                    time_limit=120, match_limit=300)
+    report = runner.run()
+    kinds = [it.fast for it in report.iterations]
+    first = kinds.index(False)
+    assert first > 0 and not any(kinds[first:])  # fast until refused, then controlled for good
+    assert not runner.fast
+    refused = report.iterations[first]
+    # the undone fast iteration left no trace: the controlled one counted only new matches and banned
+    # the rule past its limit instead of applying all of them
+    assert refused.new_bans and all(refused.applied.get(name, 0) <= 300 for name in refused.new_bans)
+    assert max(it.enodes for it in report.iterations[:first]) < refused.enodes
+    assert runner.egraph.size() == report.iterations[-1].enodes
+
+
+def test_the_node_limit_holds_when_a_fast_iteration_would_pass_it():
+    wl = ac_sum(16)
+    runner = Runner(wl.graph, [rules.add_commutative(), rules.add_associative()], node_limit=5_000,
+                    iter_limit=100, time_limit=120, match_limit=10**9)
+    report = runner.run()
+    assert report.stop_reason is StopReason.NODE_LIMIT
+    assert report.iterations[0].fast and not report.iterations[-1].fast
+    assert 0.9 * 5_000 <= report.iterations[-1].enodes <= 5_000
+    assert runner._pushed <= 5_000  # the copies pushed on egglog's stack fit the node budget
+
+
+def test_keys_are_not_recorded_once_every_key_a_match_could_have_is_decided():
+    graph = ac_sum(12).graph
+    runner = Runner(graph, [rules.add_commutative(), rules.add_associative()], iter_limit=4, **FAR)
+    recorded = []
+    run = runner._run
+
+    def spy(counts, rulesets, rows=0):
+        recorded.append([r for r in rulesets if r.startswith("key_")])
+        return run(counts, rulesets, rows)
+
+    runner._run = spy
+    report = runner.run()
+    assert all(it.fast for it in report.iterations)
+    # one add form: after the first iteration decided it, every later key is known
+    assert recorded[0] == ["key_0", "key_1"] and not any(recorded[1:])
+    assert all(q.covered(runner.egraph) for qs in runner.queries for q in qs)
+
+
+def test_optimize_through_fast_iterations_keeps_the_outputs():
+    wl = polynomial(60)
+    result = optimize(wl, rules.ring(), node_limit=5_000, iter_limit=3, time_limit=60, extractor="greedy")
+    assert result.report.iterations[0]["fast"]
+    assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-5)
