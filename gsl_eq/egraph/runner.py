@@ -9,7 +9,9 @@ e-graph is pushed on egglog's stack first; if a rule found more matches than its
 limit or the e-graph passed the node limit, it is popped back and the iteration is
 run *controlled* instead, as is every later one: the pushed copies cannot be
 dropped, so they are made only while they add up to less than ``node_limit``
-e-nodes. A controlled iteration:
+e-nodes, and only while they take less time than applying the matches
+(:data:`PUSH_WORTH`; egglog copies every table, so a small e-graph of many rules
+is cheaper to run controlled). A controlled iteration:
 
 1. *search*: egglog runs the search rule of every rule the scheduler lets search;
    each match becomes a row of the rule's worklist and its key a row of the key
@@ -128,6 +130,9 @@ def _sum(counts: Iterable[dict[str, int]]) -> dict[str, int]:
     return total
 
 
+#: Fast iterations end when pushing the e-graph took more than this many times as long as
+#: applying the matches (or a millisecond): the copy is their cost, controlled ones have none.
+PUSH_WORTH = 2.0
 #: How many more rounds :meth:`Runner._fill` applies of a rule cut short by the node budget.
 FILL_ROUNDS = 3
 #: How many rounds of buckets :meth:`Runner._pair` opens per part and iteration.
@@ -200,7 +205,8 @@ class Runner:
         self.scheduler = Scheduler([any(q.multi_output for q in qs) for qs in self.queries],
                                    match_limit, multi_match_limit, ban_length)
         self.backlog = [0] * len(self.rules)
-        self.fast = fast  # until a fast iteration is refused (then every iteration is controlled)
+        self.fast = fast  # until a fast iteration is refused or not worth its copy (then every one is controlled)
+        self._prune = False  # the next search finds again what fast iterations applied
         self._pushed = 0  # e-nodes in the copies pushed on egglog's stack
         self._direct_sets: dict[tuple[int, ...], str] = {}
         self._defined: set[tuple[str, int, str]] = set()  # (query, variant, part) defined in egglog
@@ -244,7 +250,7 @@ class Runner:
                 reason = StopReason.TIME_LIMIT
             if fast is not None:
                 return fast
-            refused = not self.fast
+        refused, self._prune = self._prune, False
         try:
             if reason is not None:
                 raise _OutOfTime
@@ -317,6 +323,7 @@ class Runner:
         decided = time.perf_counter()
         size = self.report.iterations[-1].enodes if self.report.iterations else eg.size()
         eg.egg.run_program(egg.Push(1))
+        pushed = time.perf_counter()
         found = dict.fromkeys(searched, 0)
         try:
             if searched:
@@ -328,10 +335,12 @@ class Runner:
         enodes = eg.size(sizes)
         if any(found[k] > self.scheduler.limit(k) for k in searched) or self._room(enodes)[0] < 0:
             eg.egg.run_program(egg.Pop(SPAN, 1))
-            self.fast = False
-            self._define_all("apply")
+            self._end_fast()
             return None
         self._pushed += size
+        copy, applying = pushed - decided, time.perf_counter() - pushed
+        if copy > PUSH_WORTH * max(applying, 1e-3):  # egglog copies every table: small e-graphs of many rules
+            self._end_fast()
         applied = {names[k]: m for k, m in found.items() if m}
         end = time.perf_counter()
         iteration = Iteration(enodes, {names[k]: m for k, m in found.items()}, new_keys, accepted, applied, banned,
@@ -341,6 +350,11 @@ class Runner:
         if enodes >= self.node_limit:
             return iteration, StopReason.NODE_LIMIT
         return iteration, None if counts.updated or len(searched) < len(self.rules) else StopReason.SATURATED
+
+    def _end_fast(self) -> None:
+        """Make every later iteration controlled."""
+        self.fast, self._prune = False, True
+        self._define_all("apply")
 
     def _define(self, k: int, q: Query, v: Variant, parts: Iterable[str]) -> None:
         """Define in egglog the ``parts`` of variant ``v`` of rule ``k``'s query ``q`` not defined yet."""

@@ -70,3 +70,15 @@ def test_optimize_through_fast_iterations_keeps_the_outputs():
     result = optimize(wl, rules.ring(), node_limit=5_000, iter_limit=3, time_limit=60, extractor="greedy")
     assert result.report.iterations[0]["fast"]
     assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-5)
+
+
+def test_fast_iterations_end_when_the_copy_costs_more_than_applying(monkeypatch):
+    from gsl_eq.egraph import runner as runner_module
+
+    monkeypatch.setattr(runner_module, "PUSH_WORTH", 0.0)  # any copy costs too much
+    graph = polynomial(60).graph
+    switched = Runner(graph, rules.ring(), iter_limit=4, **FAR).run()
+    controlled = Runner(graph, rules.ring(), iter_limit=4, fast=False, **FAR).run()
+    assert [it.fast for it in switched.iterations] == [True, False, False, False]
+    # the first controlled search drops the rows the fast iteration applied: the same growth
+    assert [it.enodes for it in switched.iterations] == [it.enodes for it in controlled.iterations]
