@@ -29,9 +29,9 @@ nodes written as egglog facts, one *slot* per node, and becomes egglog rules:
   the target e-nodes, union each source output with its target and delete the row.
   What they did is not recorded: once a term is chosen, the *provenance* rules (the
   source, its key's decision and the target's e-nodes, joined with the chosen e-nodes)
-  tell which rules build it (:meth:`.egraph.EGraph.attribute`). To apply a rule in part, the runner moves its rows into
-  buckets (by a hash of the match's e-classes) and a *window* twin applies chosen
-  buckets.
+  tell which rules build it (:meth:`.egraph.EGraph.attribute`). To apply a rule in part,
+  the runner moves its rows into buckets (by a hash of the match's e-classes) and a
+  *window* twin applies chosen buckets.
 
 While the runner's limits are far, its iterations are *fast*: a *key* rule per
 query records only the keys of its matches (egglog enumerates just their distinct
@@ -59,6 +59,7 @@ its budget of new pairs allows (:meth:`~.runner.Runner._pair`).
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Any, Collection, Iterator
 
@@ -203,10 +204,8 @@ class Query:
         pools = [eg.literals.get(h, set()) for h in heads]
         state = (tuple(len(p) for p in pools), len(self.seen))
         if self._covered_state != state:
-            size = 1
-            for pool in pools:
-                size *= len(pool)
-            self._covered = size <= KEY_SPACE and all(key in self.seen for key in itertools.product(*pools))
+            self._covered = (math.prod(len(p) for p in pools) <= KEY_SPACE
+                             and all(key in self.seen for key in itertools.product(*pools)))
             self._covered_state = state
         return self._covered
 
@@ -324,16 +323,17 @@ class Query:
     def variant_program(self, eg: EGraph, v: Variant, rulesets: "Rulesets",
                         parts: Collection[str] = VARIANT_PARTS) -> str:
         """The ``parts`` (of :data:`VARIANT_PARTS`) of one variant: its *tables* and its rules, each
-        defined when first needed (egglog compiles every rule it is given). *apply* consumes every worklist row (of either
-        worklist) whose key chose this variant, *window* only the bucketed rows of the buckets in
-        ``Open``: each creates the target's e-nodes, unions each source output with its target
-        and deletes the row; they read rows, never the e-graph. *direct* does the same for every
-        match of the source itself (a fast iteration: no worklist). *prune* deletes the rows
-        whose target is already built and unioned (matches a fast iteration applied, found again
-        by the first search after it). *provenance* rules (run once a
-        term is chosen, :meth:`.egraph.EGraph.attribute`) find where the source matches under a
-        key that chose this variant and the target's e-node ``j`` is a wanted one (or, for a
-        union with a matched node, the source output's e-class is wanted)."""
+        defined when first needed (egglog compiles every rule it is given).
+
+        *apply* consumes every worklist row (of either worklist) whose key chose this variant,
+        *window* only the bucketed rows of the buckets in ``Open``: each creates the target's
+        e-nodes, unions each source output with its target and deletes the row; they read rows,
+        never the e-graph. *direct* does the same for every match of the source itself (a fast
+        iteration: no worklist). *prune* deletes the rows whose target is already built and
+        unioned (matches a fast iteration applied, found again by the first search after it).
+        *provenance* rules (run once a term is chosen, :meth:`.egraph.EGraph.attribute`) find where
+        the source matches under a key that chose this variant and the target's e-node ``j`` is a
+        wanted one (or, for a union with a matched node, the source output's e-class is wanted)."""
         table, key, sorts = f"{self.name}_{v.index}", self.key_vars(), " ".join(["i64"] * self.key_arity)
         # the key chose this variant: Ok, or (when the target creates nodes) the first created node's form
         tables = [] if v.created else [f"(function Ok_{table} ({sorts}) i64 :merge old)"]
@@ -347,10 +347,8 @@ class Query:
         for j, (kind, op, children) in enumerate(v.created):
             tables.append(f"(function A_{table}_{j} ({sorts}) i64 :merge old)")
             lookups.append(f"(= A{j} (A_{table}_{j} {key}))")
-            if kind in (Kind.CALL, Kind.TUPLE):
-                ctor = eg.declare(kind, op, len(children))
-            else:
-                ctor = "GetItem" if kind is Kind.GETITEM else "Const"
+            arity = len(children)
+            ctor = eg.declare(kind, op, arity) if kind in (Kind.CALL, Kind.TUPLE) else head_name(kind, op, arity)
             ref[("n", j)] = f"new{j}"
             terms.append((ctor, f"A{j} {' '.join(ref[c] for c in children)}".strip()))
             term = f"({ctor} {f'A{j} ' + ' '.join(made[c] for c in children)})".replace(" )", ")")

@@ -392,9 +392,10 @@ class EGraph:
             lit = egg.Lit(SPAN, egg.String(literal)) if e.kind is Kind.VAR else int_literal(literal)
             handles = [int_call("Chosen", index[c]) for c in children]
             commands.append(egg.ActionCommand(egg.Union(SPAN, int_call("Chosen", i), _call(ctor, lit, *handles))))
+            wanted = [_call("WantClass", int_call("Chosen", i), int_literal(i))]
             if e.kind is not Kind.VAR:
-                commands.append(egg.ActionCommand(egg.Expr_(SPAN, _call(want_relation(ctor), lit, *handles, int_literal(i)))))
-            commands.append(egg.ActionCommand(egg.Expr_(SPAN, _call("WantClass", int_call("Chosen", i), int_literal(i)))))
+                wanted.append(_call(want_relation(ctor), lit, *handles, int_literal(i)))
+            commands += [egg.ActionCommand(egg.Expr_(SPAN, fact)) for fact in wanted]
         if commands:
             self.egg.run_program(*commands)
         self.run("(run provenance 1)")

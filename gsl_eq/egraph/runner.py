@@ -241,7 +241,7 @@ class Runner:
         new_keys: dict[str, int] = {}
         accepted: dict[str, int] = {}
         rejected: dict[str, dict[str, int]] = {}
-        ticks, reason, refused = [time.perf_counter()], None, False
+        ticks, reason = [time.perf_counter()], None
         if self._fast_possible(n, searched):
             try:
                 fast = self._fast(n, searched, banned, new_keys, accepted, rejected)
@@ -264,8 +264,8 @@ class Runner:
             if refused:  # this first search found again every match the fast iterations applied
                 self._define_all("prune")
                 self._run(search, ["prune"])
-                sizes = eg.table_sizes()
-                found = {k: sum(sizes.get(f"M_{q.name}", 0) for q in self.queries[k]) for k in searched}
+                rows = self._backlog(eg.table_sizes())
+                found = {k: rows[k] for k in searched}
             for k in paired:
                 found[k] += self._pair(k, search)
             ticks.append(time.perf_counter())
@@ -310,7 +310,8 @@ class Runner:
         return time.perf_counter() + 4 * predicted <= self.deadline
 
     def _fast(self, n: int, searched: list[int], banned: list[str], new_keys: dict[str, int],
-              accepted: dict[str, int], rejected: dict[str, dict[str, int]]) -> tuple[Iteration, StopReason | None] | None:
+              accepted: dict[str, int],
+              rejected: dict[str, dict[str, int]]) -> tuple[Iteration, StopReason | None] | None:
         """A fast iteration (see the module docstring); None, the e-graph as it was, if it was refused
         (the keys it decided stay decided)."""
         eg, names, counts = self.egraph, [r.name for r in self.rules], _Counts()
