@@ -20,7 +20,11 @@ The program is made small and tight before HiGHS sees it:
   of these k class edges are used" is added for each such cycle found, and HiGHS
   solves again (every solution is a lower bound; the first acyclic one is optimal).
   Topological-order constraints with a big M, the usual alternative, make the LP
-  bound useless on TENSAT's cyclic e-graphs.
+  bound useless on TENSAT's cyclic e-graphs;
+- the next best graphs (:func:`ilp_candidates`) come from no-good cuts: after each acyclic
+  solution, "not all of its e-nodes reachable from the roots again" (their variables sum
+  to at most their number minus one) is added, the warm start's bound is lifted, and
+  HiGHS solves again (cycle cuts as before): each answer is the cheapest graph not found yet.
 
 HiGHS starts from the warm start (the greedy DAG choice by default) and its cost bounds
 the objective, so the answer is never worse. HiGHS may overrun its own time limit
@@ -33,7 +37,7 @@ from __future__ import annotations
 import collections
 import math
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import highspy
 import numpy as np
@@ -45,7 +49,7 @@ from .extractors import (
     is_acyclic, without_gc,
 )
 
-__all__ = ["ilp_extract"]
+__all__ = ["ilp_candidates", "ilp_extract"]
 
 #: Measured on saturated e-graphs (BENCHMARKS.md, extraction): symmetry detection took 11 of 18 s on
 #: NasRNN's and the enumeration presolve rule (bit 16) 9 of 12 s on GPT-2's, both without effect on the result.
@@ -72,6 +76,34 @@ def ilp_extract(
         ...              "b": [N(1, ("s",)), N(3)], "s": [N(3)]}, ["r"]).cost
         6.0
     """
+    return ilp_candidates(egraph, roots, 1, time_limit, warm_start)[0]
+
+
+def ilp_candidates(
+    egraph: ExtractGraph, roots: Sequence[Hashable], k: int, time_limit: float = 60.0,
+    warm_start: Extraction | None = None,
+) -> list[Extraction]:
+    """Up to ``k`` extractions with distinct chosen graphs in non-decreasing DAG cost:
+    :func:`ilp_extract`'s, then the next best ones, all found within ``time_limit`` seconds.
+
+    For measured selection: a cost model only estimates run time, so the K cheapest
+    distinct graphs are timed with TVM and the fastest is kept. Each next graph is the
+    cheapest not found yet (a no-good cut, see the module's notes), among the e-nodes the
+    program keeps: a dominated e-node (another in its class costs no more and uses a
+    subset of its children) is never chosen. Fewer than ``k`` come back when fewer
+    distinct graphs exist there, or when time runs out; at least one always does: the
+    warm start if HiGHS found nothing, or overran the limit (its process is stopped, and
+    what it found is lost). ``status`` ("optimal": proved cheapest of the graphs not
+    found before), ``gap`` and ``cycle_cuts`` are as in :func:`ilp_extract`, per graph;
+    ``time`` is the whole search's; ``warm_start`` and the errors are as there too.
+
+        >>> from gsl_eq.extract import ENodeCost as N
+        >>> egraph = {"r": [N(1, ("a",))], "a": [N(1, ("x",)), N(2, ("y",)), N(5)], "x": [N(1)], "y": [N(1)]}
+        >>> [(c.cost, c.choice["a"]) for c in ilp_candidates(egraph, ["r"], 5)]
+        [(3.0, 0), (4.0, 1), (6.0, 2)]
+    """
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k!r}")
     start = time.perf_counter()
     if warm_start is None:
         warm_start, fallback_name = greedy_dag_extract(egraph, roots), "greedy DAG extraction"
@@ -81,25 +113,32 @@ def ilp_extract(
             raise ValueError("the warm start's choice is cyclic")
     fallback = warm_start.choice
     if not roots:
-        return _extraction("ilp", egraph, roots, {}, start, gap=0.0, status="optimal")
+        return [_extraction("ilp", egraph, roots, {}, start, gap=0.0, status="optimal")]
 
     deadline = start + time_limit
     # told to finish a little early, so that its answer arrives before the deadline
-    solved = run_bounded(lambda: _solve(egraph, roots, fallback, deadline - 0.1 * time_limit),
+    solved = run_bounded(lambda: _solve(egraph, roots, fallback, deadline - 0.1 * time_limit, k),
                          deadline - time.perf_counter())
-    found, status, lower_bound, cuts = None, "time limit", None, None
-    if solved is not None:
-        chosen, status, lower_bound, cuts = solved
-        if chosen is not None:
-            classes = list(egraph)
-            found = {classes[position]: index for position, index in chosen}
-    if found is None:
-        choice, status = fallback, f"{status}, no ILP solution: kept the {fallback_name}"
-    else:  # the ILP's cost may exceed the warm start's by its tolerance
-        choice = min([found, fallback], key=lambda candidate: dag_cost(egraph, roots, candidate))
-    extraction = _extraction("ilp", egraph, roots, choice, start, status=status, cycle_cuts=cuts)
-    extraction.gap = 0.0 if status == "optimal" else _relative_gap(extraction.cost, lower_bound)
-    return extraction
+    outcomes = solved if solved is not None else [(None, "time limit", None, None)]
+    classes = list(egraph)
+
+    def extraction(choice: Mapping[Hashable, int], status: str, lower_bound: float | None,
+                   cuts: int | None) -> Extraction:
+        result = _extraction("ilp", egraph, roots, choice, start, status=status, cycle_cuts=cuts)
+        result.gap = 0.0 if status == "optimal" else _relative_gap(result.cost, lower_bound)
+        return result
+
+    found = [extraction({classes[position]: index for position, index in chosen}, status, lower_bound, cuts)
+             for chosen, status, lower_bound, cuts in outcomes if chosen is not None]
+    if not found:
+        _, status, lower_bound, cuts = outcomes[0]
+        return [extraction(fallback, f"{status}, no ILP solution: kept the {fallback_name}", lower_bound, cuts)]
+    # the ILP's cost may exceed the warm start's by its tolerance
+    if dag_cost(egraph, roots, fallback) < found[0].cost:
+        _, status, lower_bound, cuts = outcomes[0]
+        first = extraction(fallback, status, lower_bound, cuts)
+        found = [first, *(candidate for candidate in found if candidate.choice != first.choice)]
+    return sorted(found, key=lambda candidate: candidate.cost)[:k]
 
 
 def _relative_gap(cost: float, lower_bound: float | None) -> float | None:
@@ -118,13 +157,14 @@ class _Program:
     through the rows) per e-class. Rows: a class is used iff one of its e-nodes is
     chosen (a root is used); per (parent class, child class) pair, the parent's e-nodes
     that use the child, summed, are at most the child's ``used``; the connectivity row;
-    then the cycle cuts. Costs are scaled so that the warm start costs 10^4, well above
-    HiGHS's tolerances.
+    then the cycle and no-good cuts. Costs are scaled so that the warm start costs 10^4,
+    well above HiGHS's tolerances.
     """
 
     def __init__(self, graph: Indexed, roots: list[int], bound: float):
         self.graph = graph
         self.nodes = _kept_nodes(graph, roots)
+        self.column = {node: col for col, node in enumerate(self.nodes)}
         node_class = np.asarray(graph.node_class, dtype=np.int64)[np.asarray(self.nodes, dtype=np.int64)]
         self.classes, self.class_of = np.unique(node_class, return_inverse=True)  # class rows, per column
         n_nodes, n_classes = len(self.nodes), len(self.classes)
@@ -204,7 +244,7 @@ class _Program:
 
     def start_from(self, choice: dict[int, int]) -> None:
         """Give HiGHS a feasible solution: class position -> e-node number."""
-        column = {node: col for col, node in enumerate(self.nodes)}
+        column = self.column
         values = np.zeros(self.highs.getNumCol())
         for node in choice.values():
             if node in column:  # pruned e-nodes are never in a choice reachable from the roots
@@ -244,6 +284,18 @@ class _Program:
                            np.asarray(starts, dtype=np.int32), np.asarray(indices, dtype=np.int32),
                            np.ones(len(indices)))
         self.cuts += len(cycles)
+
+    def forbid(self, nodes: Sequence[int]) -> None:
+        """The no-good cut: not all of these e-nodes (a solution's, reachable from the roots)
+        again. It can cut off solutions dearer than the warm start, so its bound is lifted."""
+        cols = np.asarray([self.column[node] for node in nodes], dtype=np.int32)
+        self.highs.addRow(-highspy.kHighsInf, len(cols) - 1.0, len(cols), cols, np.ones(len(cols)))
+        self.highs.setOptionValue("objective_bound", highspy.kHighsInf)
+
+    def infeasible(self) -> bool:
+        """Whether HiGHS proved that the program has no solution."""
+        return self.highs.getModelStatus() in (highspy.HighsModelStatus.kInfeasible,
+                                               highspy.HighsModelStatus.kUnboundedOrInfeasible)
 
 
 def _kept_nodes(graph: Indexed, roots: list[int]) -> list[int]:
@@ -338,37 +390,47 @@ def _undominated(graph: Indexed, nodes: list[int]) -> list[int]:
 
 
 def _solve(
-    egraph: ExtractGraph, roots: Sequence[Hashable], fallback: dict[Hashable, int], deadline: float
-) -> tuple[list[tuple[int, int]] | None, str, float | None, int]:
+    egraph: ExtractGraph, roots: Sequence[Hashable], fallback: dict[Hashable, int], deadline: float, k: int = 1
+) -> list[tuple[list[tuple[int, int]] | None, str, float | None, int]]:
     """Build and solve the program, cutting off the cycles of each solution until one is
-    acyclic: (the choice as (class position, e-node index) pairs, or None; status; lower
-    bound; cycle cuts added). Positions index ``list(egraph)``, so the answer crosses a
-    process boundary."""
+    acyclic, then that solution by a no-good cut, until ``k`` are found: per solution, (the
+    choice as (class position, e-node index) pairs; status; lower bound; cycle cuts so
+    far), then, if fewer than ``k``, why not, with None for the choice (status
+    ``"exhausted"`` when HiGHS proved there is no other). Positions index
+    ``list(egraph)``, so the answer crosses a process boundary."""
     with without_gc():
         graph = Indexed(egraph)
         root_positions = graph.root_positions(roots)
         start = {graph.position[cls]: graph.class_nodes[graph.position[cls]][index] for cls, index in fallback.items()}
         program = _Program(graph, root_positions, dag_cost(egraph, roots, fallback))
-    lower_bound = None  # every round's bound holds: the rounds only add cuts
+    outcomes: list[tuple[list[tuple[int, int]] | None, str, float | None, int]] = []
+    lower_bound = None  # every round's bound holds in the later ones: they only add cuts, and answer no cheaper
     while True:
-        program.start_from(start)
+        if not outcomes:  # the warm start violates the no-good cuts
+            program.start_from(start)
         choice, optimal, bound = program.solve(deadline)
         if bound is not None:
             lower_bound = bound if lower_bound is None else max(lower_bound, bound)
         if choice is None:
-            return None, "time limit", lower_bound, program.cuts
+            status = "exhausted" if outcomes and program.infeasible() else "time limit"
+            return [*outcomes, (None, status, lower_bound, program.cuts)]
         cycles = _cycles(graph, root_positions, choice)
         if not cycles:
             chosen = {graph.classes[cls]: graph.node_index[node] for cls, node in choice.items()}
             try:
                 order, _ = _walk(egraph, roots, chosen)
             except ValueError:  # numerically off: a used class without a chosen e-node
-                return None, "HiGHS returned an inconsistent solution", lower_bound, program.cuts
-            status = "optimal" if optimal else "time limit"
-            return [(graph.position[cls], chosen[cls]) for cls in order], status, lower_bound, program.cuts
+                return [*outcomes, (None, "HiGHS returned an inconsistent solution", lower_bound, program.cuts)]
+            outcomes.append(([(graph.position[cls], chosen[cls]) for cls in order],
+                             "optimal" if optimal else "time limit", lower_bound, program.cuts))
+            if len(outcomes) == k:
+                return outcomes
         if time.perf_counter() >= deadline:
-            return None, "time limit", lower_bound, program.cuts
-        program.cut(cycles)
+            return [*outcomes, (None, "time limit", lower_bound, program.cuts)]
+        if cycles:
+            program.cut(cycles)
+        else:
+            program.forbid([choice[graph.position[cls]] for cls in order])
 
 
 def _cycles(graph: Indexed, roots: list[int], choice: dict[int, int]) -> list[list[int]]:
