@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 MODES = ("saturate", "greedy")
 SELECTIONS = ("cost", "measured")
+#: The built-in cost models that build and time kernels: not used for extra candidates unless asked for.
+MEASURING = ("measured", "tvm")
 EXTRACTORS = ("ilp", "greedy", "tree", "egglog")
 
 #: The share of ``time_limit`` saturation leaves to extraction.
@@ -232,7 +234,7 @@ def optimize(
     ``mode="saturate"`` applies every rule at once in an e-graph (limits: ``node_limit``
     e-nodes, ``iter_limit`` iterations, ``time_limit`` seconds) and extracts the
     cheapest equivalent graph under ``cost`` (``"roofline"``, ``"opcount"``,
-    ``"measured"`` or a :class:`~gsl_eq.extract.CostModel`) with ``extractor``
+    ``"measured"``, ``"tvm"`` or a :class:`~gsl_eq.extract.CostModel`) with ``extractor``
     (``"ilp"``, ``"greedy"`` for the greedy DAG extractor, ``"tree"``, ``"egglog"``).
     ``mode="greedy"`` runs GSL's destructive matcher, rules in the given order
     (``order``: a permutation of rule indices or names). The input is never changed.
@@ -265,7 +267,7 @@ def optimize(
     if select not in SELECTIONS:
         raise ValueError(f"unknown select {select!r}; choose one of {', '.join(SELECTIONS)}")
     candidates = check_count("candidates", candidates)
-    model = get_cost_model(cost)
+    model = _cost_model(cost, schedules)
     rule_list = _ordered(_rule_list(library.default() if rules is None else rules), order)
     wl = as_workload(mod_or_workload).fold_params()
     timings = {"fold": time.perf_counter() - start}
@@ -318,7 +320,9 @@ def _select_measured(wl: Workload, found: list[tuple[str, Workload]], candidates
 
     t = time.perf_counter()
     pool = distinct([("input", wl), *found])[:candidates]
-    timed = time_candidates(pool, schedules if schedules is not None else ScheduleDatabase())
+    if schedules is None:  # the tvm cost model's kernels are those the candidates are built with
+        schedules = getattr(model, "schedules", None) or ScheduleDatabase()
+    timed = time_candidates(pool, schedules)
     fastest = min(timed, key=lambda c: c.seconds)
     report.candidates = [{"label": c.label, "seconds": c.seconds, "rounds": c.rounds,
                           "cost": graph_cost(c.workload.graph, model)} for c in timed]
@@ -377,7 +381,7 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     others: list[tuple[str, Workload]] = []
     if alternatives and extractor != "egglog":
         choices = [choice]
-        for name in dict.fromkeys([model.name, *(m for m in COST_MODELS if m != "measured")]):
+        for name in dict.fromkeys([model.name, *(m for m in COST_MODELS if m not in MEASURING)]):
             other = model if name == model.name else get_cost_model(name)
             picked = greedy_dag_extract(priced(runner.egraph, snap, other), roots(runner, snap)).choice
             if picked in choices:  # the same graph again: not rebuilt (nor folded, which builds with TVM)
@@ -386,6 +390,15 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
             others.append((f"greedy DAG under {name}",
                            to_workload(rebuild(runner, snap, picked), wl, fold_params=False).fold_params()))
     return out, others
+
+
+def _cost_model(cost: str | CostModel, schedules: "ScheduleDatabase | None") -> CostModel:
+    """``cost`` as a model; ``"tvm"`` schedules its kernels with ``schedules`` when given."""
+    if schedules is not None and isinstance(cost, str) and cost.strip().lower() == "tvm":
+        from .extract.tvm_cost import TVMCost
+
+        return TVMCost(schedules)
+    return get_cost_model(cost)
 
 
 def _extract(extractor: str, egraph: Any, root_classes: list, deadline: float, ilp_time_limit: float,

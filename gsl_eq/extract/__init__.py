@@ -22,13 +22,14 @@ from .extractors import (
     is_acyclic,
     tree_extract,
 )
-from .ilp import ilp_extract
+from .ilp import ilp_candidates, ilp_extract
+from .tvm_cost import TVMCost
 from .io import EGraphFileError, dumps_egraph, load_egraph, loads_egraph, save_egraph
 
 __all__ = [
-    "ENodeCost", "ExtractGraph", "Extraction", "ExtractionError", "dag_cost", "greedy_dag_extract", "ilp_extract",
-    "is_acyclic", "tree_extract",
+    "ENodeCost", "ExtractGraph", "Extraction", "ExtractionError", "dag_cost", "greedy_dag_extract", "ilp_candidates",
+    "ilp_extract", "is_acyclic", "tree_extract",
     "EGraphFileError", "dumps_egraph", "load_egraph", "loads_egraph", "save_egraph",
-    "COST_MODELS", "CostModel", "Measured", "OpCount", "Roofline",
+    "COST_MODELS", "CostModel", "Measured", "OpCount", "Roofline", "TVMCost",
     "get_cost_model", "graph_cost", "op_bytes", "op_flops",
 ]

@@ -4,16 +4,19 @@ A cost model is any object with a ``name`` and a ``__call__(op, attrs, inputs,
 output) -> float`` (:class:`CostModel`). It is asked about op calls only: the
 extractor charges nothing for variables, constants, tuples and tuple
 projections. A model must be a pure function of its arguments, so callers may
-cache its answers. Three models are provided:
+cache its answers. Four models are provided:
 
 - :class:`OpCount` — 1 per call: the smallest graph wins;
 - :class:`Roofline` — analytic seconds: FLOPs against a peak rate, bytes moved
   against a memory bandwidth, plus a fixed per-call overhead;
 - :class:`Measured` — seconds measured by building and timing each distinct
-  call alone with TVM on the CPU, remembered in an on-disk cache.
+  call alone with TVM's default (unscheduled) CPU build, remembered in an on-disk cache;
+- :class:`~gsl_eq.extract.tvm_cost.TVMCost` (``"tvm"``) — seconds as TVM runs the graph:
+  fused kernels, each scheduled by a :class:`~gsl_eq.schedule_db.ScheduleDatabase`.
 
-:func:`graph_cost` sums a model over a graph; :func:`get_cost_model` turns a
-name (``"opcount"``, ``"roofline"``, ``"measured"``) into a model.
+:func:`graph_cost` sums a model over a graph (or asks the model, when it prices
+whole graphs itself); :func:`get_cost_model` turns a name (``"opcount"``,
+``"roofline"``, ``"measured"``, ``"tvm"``) into a model.
 """
 
 from __future__ import annotations
@@ -58,11 +61,15 @@ class CostModel(Protocol):
 
 
 def graph_cost(graph: Graph, model: CostModel | str) -> float:
-    """The sum of ``model`` over every op call of ``graph`` (other nodes cost nothing).
+    """The sum of ``model`` over every op call of ``graph`` (other nodes cost nothing), or
+    ``model.graph_cost(graph)`` when the model prices whole graphs (``"tvm"``: by the kernels
+    TVM fuses them into).
 
     ``model`` is a cost model or a name accepted by :func:`get_cost_model`.
     """
     model = get_cost_model(model)
+    if callable(getattr(model, "graph_cost", None)):
+        return float(model.graph_cost(graph))
     return float(sum(
         model(node.op, node.attrs, [i.type for i in node.inputs], node.type)
         for node in graph.rpo() if node.kind is Kind.CALL
@@ -418,12 +425,20 @@ def _random_input(ty: TensorType, rng: np.random.Generator) -> np.ndarray:
 # --------------------------------------------------------------------------- by name
 
 
-COST_MODELS: dict[str, Callable[[], CostModel]] = {"opcount": OpCount, "roofline": Roofline, "measured": Measured}
+def _tvm_cost() -> CostModel:
+    from .tvm_cost import TVMCost  # it schedules kernels: imported only when asked for
+
+    return TVMCost()
+
+
+COST_MODELS: dict[str, Callable[[], CostModel]] = {
+    "opcount": OpCount, "roofline": Roofline, "measured": Measured, "tvm": _tvm_cost,
+}
 
 
 def get_cost_model(name_or_model: str | CostModel) -> CostModel:
     """A cost model: a fresh default instance for a name (``"opcount"``, ``"roofline"``,
-    ``"measured"``, any case), or ``name_or_model`` itself when it already is a model.
+    ``"measured"``, ``"tvm"``, any case), or ``name_or_model`` itself when it already is a model.
 
     Raises ``ValueError`` naming the valid choices otherwise.
     """
