@@ -14,6 +14,7 @@ which rules the returned module uses (``rules_used``), apart from what the run d
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 import time
@@ -28,7 +29,7 @@ from . import rules as library
 from .egraph import Iteration, Runner
 from .extract import COST_MODELS, CostModel, Measured, OpCount, Roofline, get_cost_model, graph_cost
 from .extract.choose import egglog_extract, priced, rebuild, roots, rules_used
-from .extract import Extraction, greedy_dag_extract, ilp_extract, tree_extract
+from .extract import Extraction, greedy_dag_extract, ilp_candidates, tree_extract
 from .frontend import Subst
 from .graph import Graph, Kind
 from .greedy.rewrite import greedy, to_workload
@@ -245,12 +246,19 @@ def optimize(
     :data:`EXTRACTION_SHARE` of it plus what the e-graph's size needs; the ILP gets
     at most ``ilp_time_limit`` of what is left. ``report.timings`` has each phase.
 
-    ``select="measured"`` lets TVM decide instead of the cost model: up to ``candidates``
-    distinct graphs (the input, the result, and in saturate mode the greedy DAG extractions
-    of the e-graph under the run's and the other built-in cost models) are built through
-    ``schedules`` (a :class:`~gsl_eq.schedule_db.ScheduleDatabase`, by default one on the
-    default cache), timed in alternating rounds (:mod:`gsl_eq.selection`), and the fastest
-    is returned; ``report.candidates`` has every candidate's time. The input being a
+    ``select="measured"`` lets TVM decide instead of the cost model: the input and up to
+    ``candidates - 1`` other distinct graphs are built through ``schedules`` (a
+    :class:`~gsl_eq.schedule_db.ScheduleDatabase`, by default one on the default cache),
+    timed in alternating rounds (:mod:`gsl_eq.selection`), and the fastest is returned;
+    ``report.candidates`` has every candidate's time, the input first. In saturate mode the
+    others are, in this order: the result; with ``extractor="ilp"``, the next cheapest
+    distinct DAG extractions under ``cost`` (the K cheapest by the ILP with no-good cuts,
+    the result the cheapest, searched for within the ILP's time limit: see
+    :func:`~gsl_eq.extract.ilp_candidates`); then the greedy DAG extractions of the e-graph
+    under ``cost`` and the other built-in cost models that do not measure
+    (:data:`MEASURING`). Greedy mode and ``extractor="egglog"`` have only the result. Fewer than
+    ``candidates`` come back when the e-graph holds fewer distinct graphs (or the ILP's time
+    runs out first); structurally equal graphs are one candidate. The input being a
     candidate, the result is never slower than it beyond the timing noise. This measuring
     comes after ``time_limit``, like the final build::
 
@@ -290,7 +298,8 @@ def optimize(
         alternatives: list[tuple[str, Workload]] = []
     else:
         out, alternatives = _saturate(wl, rule_list, model, extractor, node_limit, iter_limit, start + time_limit,
-                                      time_limit, ilp_time_limit, on_iteration, report, select == "measured")
+                                      time_limit, ilp_time_limit, on_iteration, report,
+                                      candidates if select == "measured" else 0)
     report.cost_after, report.calls_after = graph_cost(out.graph, model), _calls(out.graph)
     # Saturate mode changes the module only for a gain: among equal-cost choices the extractor's pick is arbitrary.
     # With measured selection TVM's time decides instead.
@@ -339,10 +348,14 @@ def _select_measured(wl: Workload, found: list[tuple[str, Workload]], candidates
 def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor: str, node_limit: int,
               iter_limit: int, deadline: float, time_limit: float, ilp_time_limit: float,
               on_iteration: Callable[[Iteration], None] | None, report: OptimizeReport,
-              alternatives: bool = False) -> tuple[Workload, list[tuple[str, Workload]]]:
-    """Saturation, extraction and rebuilding, filling ``report``; returns the extracted workload and,
-    with ``alternatives``, the greedy DAG extractions under the run's and the other built-in cost
-    models (labelled)."""
+              alternatives: int = 0) -> tuple[Workload, list[tuple[str, Workload]]]:
+    """Saturation, extraction and rebuilding, filling ``report``; returns the extracted workload and
+    other extractions (labelled) for measured selection, up to ``alternatives`` distinct graphs
+    counting the input and the result: the ILP's next cheapest under the run's cost model (with
+    ``extractor="ilp"``), then the greedy DAG extractions under the run's and the other built-in
+    cost models that do not measure. Those structurally equal to the input, the result or one
+    before are returned too (their labels are joined in the selection); each other choice is
+    rebuilt only until there are enough distinct graphs."""
     timings = report.timings
     runner = Runner(wl.graph, rule_list, node_limit=node_limit, iter_limit=iter_limit, time_limit=time_limit,
                     on_iteration=on_iteration, params=wl.params,
@@ -360,12 +373,15 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     report.enodes, report.eclasses = snap.num_enodes, len(snap.classes)
     report.extractor = extractor
     if extractor == "egglog":
-        choice = egglog_extract(runner, snap)
+        choice, next_best = egglog_extract(runner, snap), []
         report.extraction_status = "tree cost, every e-node 1"
     else:
         egraph = priced(runner.egraph, snap, model)
         attribution = ATTRIBUTION_SECONDS_PER_ENODE * snap.num_enodes
-        chosen = _extract(extractor, egraph, roots(runner, snap), deadline - attribution, ilp_time_limit, report)
+        # The ILP's next best are measured candidates too. Of the ``alternatives`` the input takes one:
+        # ask for two more, as some may rebuild into graphs structurally equal to the input or another.
+        chosen, *next_best = _extract(extractor, egraph, roots(runner, snap), deadline - attribution,
+                                      ilp_time_limit, report, k=alternatives + 1 if alternatives > 1 else 1)
         report.extraction_status, report.gap, report.extracted_cost = chosen.status, chosen.gap, chosen.cost
         choice = chosen.choice
     graph = rebuild(runner, snap, choice)
@@ -379,16 +395,30 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     out = out.fold_params()
     timings["final build"] = time.perf_counter() - t
     others: list[tuple[str, Workload]] = []
-    if alternatives and extractor != "egglog":
+    if alternatives > 1 and extractor != "egglog":
+        import tvm_ffi
+
+        graphs = {tvm_ffi.structural_hash(w.mod, map_free_vars=True) for w in (wl, out)}
         choices = [choice]
-        for name in dict.fromkeys([model.name, *(m for m in COST_MODELS if m not in MEASURING)]):
-            other = model if name == model.name else get_cost_model(name)
-            picked = greedy_dag_extract(priced(runner.egraph, snap, other), roots(runner, snap)).choice
+
+        def add(label: str, picked: dict) -> None:
             if picked in choices:  # the same graph again: not rebuilt (nor folded, which builds with TVM)
-                continue
+                return
             choices.append(picked)
-            others.append((f"greedy DAG under {name}",
-                           to_workload(rebuild(runner, snap, picked), wl, fold_params=False).fold_params()))
+            other = to_workload(rebuild(runner, snap, picked), wl, fold_params=False).fold_params()
+            graphs.add(tvm_ffi.structural_hash(other.mod, map_free_vars=True))
+            others.append((label, other))
+
+        def greedy_choices() -> Iterable[tuple[str, dict]]:
+            for name in dict.fromkeys([model.name, *(m for m in COST_MODELS if m not in MEASURING)]):
+                priced_egraph = egraph if name == model.name else priced(runner.egraph, snap, get_cost_model(name))
+                yield f"greedy DAG under {name}", greedy_dag_extract(priced_egraph, roots(runner, snap)).choice
+
+        ilp_choices = ((f"ILP #{rank} under {model.name}", e.choice) for rank, e in enumerate(next_best, start=2))
+        for label, picked in itertools.chain(ilp_choices, greedy_choices()):
+            if len(graphs) >= alternatives:
+                break
+            add(label, picked)
     return out, others
 
 
@@ -402,16 +432,18 @@ def _cost_model(cost: str | CostModel, schedules: "ScheduleDatabase | None") -> 
 
 
 def _extract(extractor: str, egraph: Any, root_classes: list, deadline: float, ilp_time_limit: float,
-             report: OptimizeReport) -> Extraction:
+             report: OptimizeReport, k: int = 1) -> list[Extraction]:
+    """The chosen extraction, then with the ILP and ``k`` > 1 up to ``k - 1`` next cheapest distinct
+    ones (:func:`~gsl_eq.extract.ilp_candidates`, searched for within the same time limit)."""
     if extractor == "tree":
-        return tree_extract(egraph, root_classes)
+        return [tree_extract(egraph, root_classes)]
     margin = 0.05 * (deadline - time.perf_counter())  # for rebuilding the chosen graph
     warm = greedy_dag_extract(egraph, root_classes, deadline=deadline - margin)
     report.greedy_dag_cost, report.greedy_dag_time = warm.cost, warm.time
     if extractor == "greedy":
-        return warm
+        return [warm]
     left = deadline - margin - time.perf_counter()
-    return ilp_extract(egraph, root_classes, time_limit=max(0.0, min(ilp_time_limit, left)), warm_start=warm)
+    return ilp_candidates(egraph, root_classes, k, time_limit=max(0.0, min(ilp_time_limit, left)), warm_start=warm)
 
 
 def _calls(graph: Graph) -> int:
