@@ -30,6 +30,9 @@ from report import machine, table, write_section  # noqa: E402
 from run import QUICK  # noqa: E402
 
 MODELS = ("bert", "nasrnn", "resnext50", "nasnet_a", "inception_v3", "squeezenet", "vgg19", "resnet50")
+ROUND_SECONDS = 0.05
+#: Builds of the original besides the first, timed beside it: what builds of one graph differ by is noise.
+AA_BUILDS = 3
 COSTS = ("opcount", "roofline", "measured", "tvm", "tvm per call")
 
 
@@ -115,10 +118,12 @@ def main() -> None:
 
     def measure(original: Workload, rewritten: Workload) -> tuple[float, float, float, float]:
         """(original's seconds, rewritten's seconds, rewritten / original, noise band)."""
-        timed = time_candidates([("a", original), ("a again", original), ("b", rewritten)], schedules,
-                                rounds=args.rounds)
-        a, again, b = timed
-        noise = max(abs(again.seconds / a.seconds - 1), (max(a.rounds) - min(a.rounds)) / a.seconds / 2)
+        # enough runs per round that a round lasts ROUND_SECONDS: a small graph runs in microseconds
+        once = original.build(schedules=schedules).seconds(original.random_inputs(0), 10)
+        timed = time_candidates([("a", original), *[("a again", original)] * AA_BUILDS, ("b", rewritten)],
+                                schedules, rounds=args.rounds, number=max(10, round(ROUND_SECONDS / once)))
+        a, copies, b = timed[0], timed[1:-1], timed[-1]
+        noise = max([abs(c.seconds / a.seconds - 1) for c in copies] + [(max(a.rounds) - min(a.rounds)) / a.seconds / 2])
         return a.seconds, b.seconds, b.seconds / a.seconds, noise
 
     predicted: dict[str, list[float]] = {c: [] for c in COSTS}
@@ -176,9 +181,10 @@ def main() -> None:
     lines = [
         f"`python benchmarks/cost_fidelity.py --samples {args.samples} --rounds {args.rounds}` on {machine()}. "
         f"Every graph is built through one schedule database ({args.samples} design-space draws per kernel) and "
-        f"timed in {args.rounds} alternating rounds of 10 runs (median round), beside a second build of the "
-        "original: the noise band is the larger of the two builds' difference and half the spread of the original's "
-        "rounds. Ratios are rewritten / original (below 1: the rewrite is faster). A prediction is ok when it "
+        f"timed in {args.rounds} alternating rounds of at least 10 runs and {ROUND_SECONDS * 1e3:.0f} ms (median round), beside {AA_BUILDS} more builds "
+        "of the original: the noise band is the largest difference of such a build from the first, or half the "
+        "spread of the original's rounds if larger. The pairs' parameters are random: both sides run the kernels "
+        "the rewrite gives, and kernel times do not depend on the values. Ratios are rewritten / original (below 1: the rewrite is faster). A prediction is ok when it "
         "points the way of a measured ratio outside the noise band (a predicted tie is not), WRONG when it does "
         "not; no mark: the measurement is a tie. tvm prices a graph by its fused kernels; tvm per call is the "
         "per-call approximation extraction sums (`TVMCost.__call__`); measured times single ops with the default, "

@@ -54,48 +54,22 @@ ROUNDS = 5
 SEED = 0
 
 
-_SCHEDULED: dict[int, list] = {}  # structural hash -> [(kernel, its schedule)]: variants share most kernels
+SAMPLES = 4  # design-space draws per kernel in the schedule database
 
 
 def compile_cpu(wl):
-    """``wl`` compiled for this CPU, each kernel given one schedule: the first design-space sample of
-    MetaSchedule's llvm rules (tiling, parallel, vectorize, unroll) at a fixed seed, without tuning.
+    """``wl`` compiled for this CPU through the schedule database: each kernel scheduled by the best of
+    ``SAMPLES`` design-space draws of MetaSchedule's llvm rules (tiling, parallel, vectorize, unroll),
+    measured once and cached on disk, so the same kernel gets the same schedule in every variant.
 
-    TVM's default CPU build schedules nothing (a BERT-base layer takes seconds); tuning would take
-    hours. A fixed sample is deterministic, so the same kernel gets the same schedule in every variant.
+    TVM's default CPU build schedules nothing (a BERT-base layer takes seconds); tuning would take hours.
     """
     import tvm
-    import tvm_ffi
-    from tvm import relax, tirx
-    from tvm.relax.backend.cpu_generic import pipeline as cpu
-    from tvm.s_tir import meta_schedule as ms
+    from tvm import relax
 
-    target = tvm.target.Target({"kind": "llvm", "num-cores": os.cpu_count() or 1})
+    from gsl_eq.schedule_db import ScheduleDatabase
 
-    def scheduled(func):
-        key = tvm_ffi.structural_hash(func)
-        for unscheduled, done in _SCHEDULED.get(key, ()):
-            if tvm_ffi.structural_equal(unscheduled, func):
-                return done
-        space = ms.space_generator.PostOrderApply(sch_rules="llvm", postprocs="llvm", mutator_probs={})
-        context = ms.TuneContext(tvm.IRModule({"main": func}), target=target, space_generator=space,
-                                 rand_state=SEED, num_threads=os.cpu_count() or 1)
-        sch = context.generate_design_space()[0]
-        done = sch.mod["main"] if all(p.apply(sch) for p in space.postprocs) else func
-        _SCHEDULED.setdefault(key, []).append((func, done))
-        return done
-
-    @tvm.transform.module_pass(opt_level=0)
-    def schedule(mod, _ctx):
-        for gv, func in list(mod.functions.items()):
-            if isinstance(func, tirx.PrimFunc):
-                mod[gv] = scheduled(func.without_attr("global_symbol")).with_attr("global_symbol", gv.name_hint)
-        return mod
-
-    with target:
-        mod = tvm.transform.Sequential(cpu.library_dispatch_passes(target) + cpu.legalize_passes(target) + [schedule]
-                                       + cpu.dataflow_lower_passes(target) + cpu.finalize_passes(target))(wl.mod)
-    return relax.VirtualMachine(relax.build(mod, target=target, relax_pipeline=None), tvm.cpu())
+    return relax.VirtualMachine(ScheduleDatabase(samples=SAMPLES, seed=SEED).build(wl.mod), tvm.cpu())
 
 
 def run_and_time(variants: dict, inputs: dict) -> tuple[dict, dict]:
@@ -247,8 +221,9 @@ def report(rows: list[dict], kind: str) -> str:
              f"library order. Saturate mode: rules.default() + rules.algebraic(), limits {LIMITS['node_limit']} "
              f"e-nodes, {LIMITS['iter_limit']} iterations, {LIMITS['time_limit']:.0f} s for the whole call "
              f"(saturation, extraction and the rest share it), of which the ILP takes at most "
-             f"{ILP_TIME_LIMIT:.0f} s. Latency: TVM llvm build on the CPU, each kernel scheduled by the first "
-             f"design-space sample of MetaSchedule's llvm rules (seed {SEED}, no tuning), median of {REPEAT} runs "
+             f"{ILP_TIME_LIMIT:.0f} s. Latency: TVM llvm build on the CPU through the schedule database "
+             f"(gsl_eq.schedule_db: each kernel scheduled by the best of {SAMPLES} design-space draws of "
+             f"MetaSchedule's llvm rules, seed {SEED}, no tuning), median of {REPEAT} runs "
              f"taken in {ROUNDS} rounds that alternate the four variants. Peak MB: the process's peak resident "
              "memory through model building and both optimizations, before any TVM build. "
              "TVM pipeline: CombineParallelMatmul, then parameters bound, FoldBatchnormToConv2D, "
