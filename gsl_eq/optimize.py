@@ -244,7 +244,10 @@ def optimize(
     the parameters of the result): folding the input, compiling the rules, loading,
     saturation, extraction and rebuilding share it. Saturation leaves extraction
     :data:`EXTRACTION_SHARE` of it plus what the e-graph's size needs; the ILP gets
-    at most ``ilp_time_limit`` of what is left. ``report.timings`` has each phase.
+    at most ``ilp_time_limit`` of what is left. ``report.timings`` has each phase. A cost
+    model that measures (``"measured"``, ``"tvm"``) times every op or kernel it has not seen
+    when the e-graph is priced; that time is not bounded by ``time_limit`` (a price cannot be
+    had without it), but each is measured once and kept on disk.
 
     ``select="measured"`` lets TVM decide instead of the cost model: the input and up to
     ``candidates - 1`` other distinct graphs are built through ``schedules`` (a
