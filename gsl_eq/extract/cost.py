@@ -37,6 +37,7 @@ from tvm import relax
 from ..disk_cache import JsonCache, default_cache_dir
 from ..graph import Graph, Kind
 from ..graph.ops import make_call
+from ..graph.relax_bridge import function_of
 from ..graph.types import TensorType, TupleType, Type
 
 __all__ = [
@@ -380,23 +381,9 @@ class Measured:
 
     def measure(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type]) -> float:
         """Build and time one call now (no cache); seconds per call, fastest repeat."""
-        params: list[relax.Var] = []
-
-        def argument(ty: Type) -> relax.Expr:
-            if isinstance(ty, TupleType):
-                return relax.Tuple([argument(f) for f in ty.fields])
-            var = relax.Var(f"in{len(params)}", relax.TensorType(ty.shape, ty.dtype))
-            params.append(var)
-            return var
-
-        args = [argument(t) for t in inputs]
-        bb = relax.BlockBuilder()
-        with bb.function("main", params):
-            with bb.dataflow():
-                out = bb.emit_output(make_call(op, args, attrs))
-            bb.emit_func_output(out)
+        mod = function_of(inputs, lambda args: make_call(op, args, attrs))
         dev = tvm.cpu()
-        vm = relax.VirtualMachine(relax.build(bb.get(), target=self.target), dev)
+        vm = relax.VirtualMachine(relax.build(mod, target=self.target), dev)
         rng = np.random.default_rng(self.seed)
         values = [tvm.runtime.tensor(_random_input(t, rng), dev) for t in _tensors(list(inputs))]
         timer = vm.time_evaluator("main", dev, number=self.number, repeat=self.repeat)

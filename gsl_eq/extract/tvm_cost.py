@@ -41,8 +41,8 @@ from tvm import relax
 
 from ..graph import Graph
 from ..graph.ops import make_call
-from ..graph.relax_bridge import to_relax
-from ..graph.types import TensorType, TupleType, Type
+from ..graph.relax_bridge import function_of, to_relax
+from ..graph.types import TensorType, Type
 from ..schedule_db import ScheduleDatabase
 
 __all__ = ["TVMCost"]
@@ -78,14 +78,17 @@ class TVMCost:
         return self._prices[key]
 
     def _price(self, op: str, attrs: Mapping[str, Any], inputs: list[Type], output: Type) -> float:
-        alone = _module(inputs, lambda args: make_call(op, args, attrs))
+        alone = function_of(inputs, lambda args: make_call(op, args, attrs))
         kernels = self._kernels(alone)
         main = next((k for k, t in enumerate(inputs) if isinstance(output, TensorType) and t == output), None)
         if main is None or len(kernels) != 1 or _pattern(kernels[0][0]) not in _EPILOGUE_PATTERNS:
             return self._seconds(kernels)
-        negate = lambda args: relax.op.negative(args[main])  # noqa: E731
-        fused = _module(inputs, lambda args: make_call(op, [*args[:main], negate(args), *args[main + 1:]], attrs))
-        producer = _module([inputs[main]], negate)
+
+        def after_producer(args: list[relax.Expr]) -> relax.Expr:
+            return make_call(op, [*args[:main], relax.op.negative(args[main]), *args[main + 1:]], attrs)
+
+        producer = function_of([inputs[main]], lambda args: relax.op.negative(args[0]))
+        fused = function_of(inputs, after_producer)
         return max(0.0, self._kernel_seconds(fused) - self._kernel_seconds(producer))
 
     # --- whole graphs -----------------------------------------------------------------
@@ -130,27 +133,6 @@ def _pattern(kernel: tvm.IRModule) -> int:
     return int(attrs["op_pattern"]) if attrs is not None and "op_pattern" in attrs else -1
 
 
-def _module(inputs: Sequence[Type], body: Any) -> tvm.IRModule:
-    """``main(x0, x1, ...) = body([x0, x1, ...])`` over parameters of types ``inputs`` (tuples
-    passed as tuples of parameters)."""
-    params: list[relax.Var] = []
-
-    def argument(ty: Type) -> relax.Expr:
-        if isinstance(ty, TupleType):
-            return relax.Tuple([argument(f) for f in ty.fields])
-        var = relax.Var(f"x{len(params)}", relax.TensorType(ty.shape, ty.dtype))
-        params.append(var)
-        return var
-
-    args = [argument(t) for t in inputs]
-    bb = relax.BlockBuilder()
-    with bb.function("main", params):
-        with bb.dataflow():
-            out = bb.emit_output(body(args))
-        bb.emit_func_output(out)
-    return bb.get()
-
-
 def _chain_seconds(length: int) -> float:
     """Seconds of one run of ``length`` chained 1x1 matmuls on TVM's virtual machine, fastest of 5."""
     one = TensorType((1, 1), "float32")
@@ -161,7 +143,7 @@ def _chain_seconds(length: int) -> float:
             out = relax.op.matmul(out, args[0])
         return out
 
-    mod = _module([one], chain)
+    mod = function_of([one], chain)
     vm = relax.VirtualMachine(relax.build(mod, target="llvm"), tvm.cpu())
     x = tvm.runtime.tensor(np.ones((1, 1), "float32"))
     return float(min(vm.time_evaluator("main", tvm.cpu(), number=100, repeat=5)(x).results))

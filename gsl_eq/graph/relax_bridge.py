@@ -9,12 +9,13 @@ is never a silent approximation of its module.
 
 :func:`to_relax` emits any graph as a well-formed module whose ``main`` keeps the
 graph's parameter names and order, with one dataflow binding per node in
-reverse post-order.
+reverse post-order. :func:`function_of` wraps a Relax expression over fresh
+parameters of given types (to build and time one op or kernel alone).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import tvm
 import tvm_ffi
@@ -23,7 +24,7 @@ from tvm import relax
 from ..errors import UnsupportedModuleError
 from . import ops
 from .graph import Graph, Kind, Node
-from .types import TensorType, from_relax_type, to_relax_type
+from .types import TensorType, TupleType, Type, from_relax_type, to_relax_type
 
 # (op, attrs, input count) whose rebuild was checked equal to the loaded call.
 _verified_calls: set[tuple[Any, ...]] = set()
@@ -163,6 +164,28 @@ def to_relax(graph: Graph, func_name: str = "main") -> tvm.IRModule:
             else:
                 result = values[single]
         bb.emit_func_output(result)
+    return bb.get()
+
+
+def function_of(inputs: Sequence[Type], body: Callable[[list[relax.Expr]], relax.Expr]) -> tvm.IRModule:
+    """The module whose ``main(x0, x1, ...)`` returns ``body([x0, x1, ...])``, over fresh
+    parameters of types ``inputs`` (a tuple type is passed as a tuple of parameters, its
+    fields in order)."""
+    params: list[relax.Var] = []
+
+    def argument(ty: Type) -> relax.Expr:
+        if isinstance(ty, TupleType):
+            return relax.Tuple([argument(f) for f in ty.fields])
+        var = relax.Var(f"x{len(params)}", relax.TensorType(ty.shape, ty.dtype))
+        params.append(var)
+        return var
+
+    args = [argument(t) for t in inputs]
+    bb = relax.BlockBuilder()
+    with bb.function("main", params):
+        with bb.dataflow():
+            out = bb.emit_output(body(args))
+        bb.emit_func_output(out)
     return bb.get()
 
 
