@@ -89,7 +89,8 @@ class TVMCost:
 
         producer = function_of([inputs[main]], lambda args: relax.op.negative(args[0]))
         fused = function_of(inputs, after_producer)
-        return max(0.0, self._kernel_seconds(fused) - self._kernel_seconds(producer))
+        fused_seconds, producer_seconds = (self._seconds(self._kernels(m), dispatch=False) for m in (fused, producer))
+        return max(0.0, fused_seconds - producer_seconds)
 
     # --- whole graphs -----------------------------------------------------------------
     def graph_cost(self, graph: Graph) -> float:
@@ -117,12 +118,10 @@ class TVMCost:
         tasks = ms.relax_integration.extract_tasks(self.schedules.fuse(mod), self.schedules.target)
         return [(task.dispatched[0], int(task.weight)) for task in tasks]
 
-    def _seconds(self, kernels: list[tuple[tvm.IRModule, int]]) -> float:
-        return sum(calls * (self.schedules.choice(kernel).seconds + self.dispatch) for kernel, calls in kernels)
-
-    def _kernel_seconds(self, mod: tvm.IRModule) -> float:
-        """The scheduled time of the kernels of ``mod``, without dispatch."""
-        return sum(calls * self.schedules.choice(kernel).seconds for kernel, calls in self._kernels(mod))
+    def _seconds(self, kernels: list[tuple[tvm.IRModule, int]], dispatch: bool = True) -> float:
+        """The scheduled time of ``kernels``, each times its calls, with the dispatch per call or without."""
+        per_call = self.dispatch if dispatch else 0.0
+        return sum(calls * (self.schedules.choice(kernel).seconds + per_call) for kernel, calls in kernels)
 
     def __repr__(self) -> str:
         return f"TVMCost({self.schedules!r})"
