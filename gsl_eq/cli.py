@@ -258,6 +258,7 @@ def details_table(r: OptimizeReport) -> Table:
     if rejected:
         rows.append(("rejected", rejected))
     rows.append(("time (s)", ", ".join(f"{k} {v:.2f}" for k, v in r.timings.items())))
+    rows += [("failed the check", f) for f in r.fallbacks]
     rows += [("note", n) for n in r.notes]
     for key, value in rows:
         table.add_row(key, escape(value))
@@ -303,7 +304,9 @@ def run_optimize(console: Console, args: argparse.Namespace) -> int:
     console.print(table)
     console.print(details_table(report))
     for c in report.candidates:
-        console.print(f"candidate {c['label']}: {c['seconds'] * 1e6:.1f} us measured (median of {len(c['rounds'])} rounds)")
+        second = f", {c['second_draw']['seconds'] * 1e6:.1f} us under a second draw" if "second_draw" in c else ""
+        console.print(f"candidate {c['label']}: {c['seconds'] * 1e6:.1f} us measured (median of {len(c['rounds'])} "
+                      f"rounds{second}){', returned' if c.get('returned') else ''}")
     out = Path(args.output or f"{stem}.optimized.py")
     out.write_text(result.mod.script())
     params = out.with_suffix(".params.npz")

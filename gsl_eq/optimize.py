@@ -21,7 +21,7 @@ import time
 import warnings
 from dataclasses import asdict, dataclass, field
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 
 import tvm
 
@@ -34,6 +34,7 @@ from .frontend import Subst
 from .graph import Graph, Kind
 from .greedy.rewrite import greedy, to_workload
 from .limits import check_count, check_seconds
+from .verify import Reference
 from .workload import FoldWarning, Workload
 
 if TYPE_CHECKING:
@@ -126,8 +127,12 @@ class OptimizeReport:
     iterations: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     input_returned: bool = False  # the result did not cost less, or nothing was rewritten
-    #: With ``select="measured"``: each candidate's label, median seconds, round times and cost.
+    #: With ``select="measured"``: each candidate's label, median seconds, round times, cost, whether
+    #: it was returned, and for the fastest and the input their times under the second draw of
+    #: schedules (``second_draw``: label, seconds, rounds, seed) when one was needed.
     candidates: list[dict[str, Any]] = field(default_factory=list)
+    #: The graphs that failed the final check (``"label: reason"``), in the order they were tried.
+    fallbacks: list[str] = field(default_factory=list)
 
     @property
     def speedup(self) -> float:
@@ -166,6 +171,7 @@ class OptimizeReport:
                  ("rejected " + ("keys" if self.mode == "saturate" else "matches"), "; ".join(
                      f"{rule}: {_fmt_counts(reasons)}" for rule, reasons in sorted(self.rejected.items())) or "none"),
                  ("time (s)", ", ".join(f"{k} {v:.2f}" for k, v in self.timings.items()))]
+        rows += [("failed the check", f) for f in self.fallbacks]
         rows += [("note", n) for n in self.notes]
         for k, v in rows:
             t.add_row(k, v)
@@ -262,11 +268,21 @@ def optimize(
     (:data:`MEASURING`). Greedy mode and ``extractor="egglog"`` have only the result. Fewer than
     ``candidates`` come back when the e-graph holds fewer distinct graphs (or the ILP's time
     runs out first); structurally equal graphs are one candidate. The input being a
-    candidate, the result is never slower than it beyond the timing noise. This measuring
+    candidate, and a candidate is preferred to it only when it runs faster beyond the timing
+    noise under ``schedules`` and again under an independently seeded draw of schedules
+    (:func:`~gsl_eq.selection.confirm`; ``report.candidates`` has both times). This measuring
     comes after ``time_limit``, like the final build::
 
         result = optimize(wl, rules.default(), select="measured", candidates=3)
         result.report.candidates   # [{"label": "input", "seconds": ...}, ...]
+
+    Every returned module has been seen to build, run and compute what the input computes
+    (:mod:`gsl_eq.verify`: built with TVM, run on random inputs, outputs compared; where TVM
+    cannot build the input, with its legalized form). A result that fails is replaced by the next
+    candidate that costs less than the input and passes: the ILP's next cheapest distinct
+    extraction, then the greedy DAG's, at last the input itself; ``report.fallbacks`` lists what
+    failed and why, ``report.notes`` what was returned. Like the final build, this check comes
+    after ``time_limit`` (``report.timings["check"]``).
     """
     start = time.perf_counter()
     if mode not in MODES:
@@ -298,67 +314,150 @@ def optimize(
         if not result.converged:
             report.notes.append(f"greedy rewriting stopped at the {result.stop_reason.value} after "
                                 f"{result.rounds} rounds ({result.passes} passes)")
-        alternatives: list[tuple[str, Workload]] = []
+        others: Iterator[Alternative] = iter(())
     else:
-        out, alternatives = _saturate(wl, rule_list, model, extractor, node_limit, iter_limit, start + time_limit,
-                                      time_limit, ilp_time_limit, on_iteration, report,
-                                      candidates if select == "measured" else 0)
+        out, others = _saturate(wl, rule_list, model, extractor, node_limit, iter_limit, start + time_limit,
+                                time_limit, ilp_time_limit, on_iteration, report,
+                                candidates if select == "measured" else 0)
     report.cost_after, report.calls_after = graph_cost(out.graph, model), _calls(out.graph)
+    t = time.perf_counter()
+    reference = Reference.of(wl)
+    timings["check"] = time.perf_counter() - t
+    if reference.label != "input":
+        report.notes.append(f"TVM cannot build the input: results are checked against the {reference.label}"
+                            if reference.outputs is not None else
+                            f"{reference.reason}: results are checked only to build and run")
+    result_option = Alternative("result", out, report.rules_used)
     # Saturate mode changes the module only for a gain: among equal-cost choices the extractor's pick is arbitrary.
     # With measured selection TVM's time decides instead.
     if select == "measured":
-        out = _select_measured(wl, [("result", out), *alternatives], candidates, schedules, model, report)
+        chosen = _select_measured(wl, itertools.chain([result_option], others), candidates, schedules, model,
+                                  reference, report)
     elif not report.applications:
-        report.input_returned = True
+        chosen = None
         report.notes.append("no rule rewrote anything: the input is returned")
     elif report.cost_after > before or (mode == "saturate" and report.cost_after >= before * (1 - 1e-9)):
-        report.input_returned = True
+        chosen = None
         report.notes.append(f"the result cost {report.cost_after:.6g} {report.cost_unit} is not below the input's "
                             f"{before:.6g}: the input is returned, no rewrite is used")
-    if report.input_returned:
+    else:
+        t = time.perf_counter()
+        chosen = _checked(itertools.chain([result_option], others), before, model, reference, report)
+        timings["check"] += time.perf_counter() - t
+    if chosen is None:
+        report.input_returned = True
         out, report.cost_after, report.calls_after, report.rules_used = wl, before, report.calls_before, []
+    else:
+        out, report.rules_used = chosen.workload, chosen.rules_used
+        report.cost_after, report.calls_after = graph_cost(out.graph, model), _calls(out.graph)
     report.notes += [f"result: {unfolded} (TVM cannot build it; it stays a computation)"
                      for unfolded in out.unfolded if unfolded not in wl.unfolded]
     timings["total"] = time.perf_counter() - start
     return OptimizeResult(out, report)
 
 
-def _select_measured(wl: Workload, found: list[tuple[str, Workload]], candidates: int,
-                     schedules: "ScheduleDatabase | None", model: CostModel, report: OptimizeReport) -> Workload:
-    """The fastest of the input and the distinct ``found`` graphs (``candidates`` in all) as TVM
-    runs them; fills ``report.candidates``, ``input_returned`` and the costs after."""
+class Alternative(NamedTuple):
+    """A graph optimize() may return: where it comes from, the workload, the rules it uses."""
+
+    label: str
+    workload: Workload
+    rules_used: list[str]
+
+
+def _checked(options: Iterable[Alternative], before: float, model: CostModel, reference: Reference,
+             report: OptimizeReport) -> Alternative | None:
+    """The first of ``options`` that costs less than the input (``before``) and passes the check
+    (:mod:`gsl_eq.verify`), or None for the input; each one that fails is in ``report.fallbacks``."""
+    for option in options:
+        if option.label != "result" and graph_cost(option.workload.graph, model) >= before * (1 - 1e-9):
+            continue
+        reason = reference.mismatch(option.workload)
+        if reason is None:
+            if report.fallbacks:
+                report.notes.append(f"the result failed the check ({report.fallbacks[0]}): {option.label} is "
+                                    "returned instead, the next cheapest that passes it")
+            return option
+        report.fallbacks.append(f"{option.label}: {reason}")
+    if report.fallbacks:
+        report.notes.append(f"the result failed the check ({report.fallbacks[0]}) and no other extraction "
+                            "cheaper than the input passes it: the input is returned")
+    return None
+
+
+def _select_measured(wl: Workload, found: Iterable[Alternative], candidates: int,
+                     schedules: "ScheduleDatabase | None", model: CostModel, reference: Reference,
+                     report: OptimizeReport) -> Alternative | None:
+    """The fastest of the input and the distinct ``found`` graphs that pass the check
+    (``candidates`` in all) as TVM runs them, or None for the input: a candidate is preferred to
+    the input only if it runs faster beyond the noise under ``schedules`` and again under an
+    independently seeded draw of schedules. Fills ``report.candidates``."""
+    import tvm_ffi
+
     from .schedule_db import ScheduleDatabase
-    from .selection import distinct, time_candidates
+    from .selection import confirm, time_candidates
 
     t = time.perf_counter()
-    pool = distinct([("input", wl), *found])[:candidates]
+    key = functools.partial(tvm_ffi.structural_hash, map_free_vars=True)
+    pool: dict[int, Alternative] = {}
+    if reference.label == "input":
+        pool[key(wl.mod)] = Alternative("input", wl, [])
+    else:
+        report.notes.append("measured selection: the input cannot be built, so it is not a candidate")
+    for option in found:
+        if len(pool) >= candidates:
+            break
+        k = key(option.workload.mod)
+        if k in pool:
+            same = pool[k]
+            pool[k] = same._replace(label=f"{same.label} = {option.label}")
+            continue
+        reason = reference.mismatch(option.workload)
+        if reason is None:
+            pool[k] = option
+        else:
+            report.fallbacks.append(f"{option.label}: {reason}")
     if schedules is None:  # the tvm cost model's kernels are those the candidates are built with
         schedules = getattr(model, "schedules", None) or ScheduleDatabase()
-    timed = time_candidates(pool, schedules)
-    fastest = min(timed, key=lambda c: c.seconds)
+    options = list(pool.values())
+    if not options:
+        report.notes.append("measured selection: no candidate builds and passes the check, the input is returned")
+        return None
+    timed = time_candidates([(o.label, o.workload) for o in options], schedules)
     report.candidates = [{"label": c.label, "seconds": c.seconds, "rounds": c.rounds,
                           "cost": graph_cost(c.workload.graph, model)} for c in timed]
+    has_input = options[0].label.startswith("input")
+    fastest = min(range(len(timed)), key=lambda i: timed[i].seconds)
+    verdict = f"{timed[fastest].label} runs fastest of {len(timed)} candidates ({timed[fastest].seconds * 1e6:.1f} us"
+    if has_input and fastest != 0:
+        second = confirm(timed[fastest], timed[0], schedules)
+        verdict += f" against the input's {timed[0].seconds * 1e6:.1f} us"
+        if second.candidate:
+            report.candidates[0]["second_draw"] = second.baseline
+            report.candidates[fastest]["second_draw"] = second.candidate
+            verdict += (f"; {second.candidate['seconds'] * 1e6:.1f} us against {second.baseline['seconds'] * 1e6:.1f}"
+                        " us under an independent draw of schedules")
+        verdict += f"): {second.why}" + ("" if second.confirmed else ", so the input is returned")
+        if not second.confirmed:
+            fastest = 0
+    else:
+        verdict += ")"
+    for i, entry in enumerate(report.candidates):
+        entry["returned"] = i == fastest
     report.timings["select"] = time.perf_counter() - t
-    report.notes.append(f"measured selection: {fastest.label} runs fastest of {len(timed)} candidates "
-                        f"({fastest.seconds * 1e6:.1f} us against the input's {timed[0].seconds * 1e6:.1f} us)")
-    if fastest is timed[0]:
-        report.input_returned, report.rules_used = True, []
-        return wl
-    report.cost_after, report.calls_after = graph_cost(fastest.workload.graph, model), _calls(fastest.workload.graph)
-    return fastest.workload
+    report.notes.append(f"measured selection: {verdict}")
+    return None if has_input and fastest == 0 else options[fastest]
 
 
 def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor: str, node_limit: int,
               iter_limit: int, deadline: float, time_limit: float, ilp_time_limit: float,
               on_iteration: Callable[[Iteration], None] | None, report: OptimizeReport,
-              alternatives: int = 0) -> tuple[Workload, list[tuple[str, Workload]]]:
+              alternatives: int = 0) -> tuple[Workload, Iterator[Alternative]]:
     """Saturation, extraction and rebuilding, filling ``report``; returns the extracted workload and
-    other extractions (labelled) for measured selection, up to ``alternatives`` distinct graphs
-    counting the input and the result: the ILP's next cheapest under the run's cost model (with
-    ``extractor="ilp"``), then the greedy DAG extractions under the run's and the other built-in
-    cost models that do not measure. Those structurally equal to the input, the result or one
-    before are returned too (their labels are joined in the selection); each other choice is
-    rebuilt only until there are enough distinct graphs."""
+    the other extractions, rebuilt one by one as they are asked for: the ILP's next cheapest
+    distinct ones under the run's cost model (with ``extractor="ilp"``; ``alternatives`` > 1 has
+    the ILP look for that many within its time limit, else they are searched for when first
+    asked), then the greedy DAG extractions under the run's and the other built-in cost models
+    that do not measure. An extraction choosing what one before chose is skipped."""
     timings = report.timings
     runner = Runner(wl.graph, rule_list, node_limit=node_limit, iter_limit=iter_limit, time_limit=time_limit,
                     on_iteration=on_iteration, params=wl.params,
@@ -375,6 +474,7 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     snap = runner.egraph.snapshot()
     report.enodes, report.eclasses = snap.num_enodes, len(snap.classes)
     report.extractor = extractor
+    root_classes = roots(runner, snap)
     if extractor == "egglog":
         choice, next_best = egglog_extract(runner, snap), []
         report.extraction_status = "tree cost, every e-node 1"
@@ -383,13 +483,12 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
         attribution = ATTRIBUTION_SECONDS_PER_ENODE * snap.num_enodes
         # The ILP's next best are measured candidates too. Of the ``alternatives`` the input takes one:
         # ask for two more, as some may rebuild into graphs structurally equal to the input or another.
-        chosen, *next_best = _extract(extractor, egraph, roots(runner, snap), deadline - attribution,
+        chosen, *next_best = _extract(extractor, egraph, root_classes, deadline - attribution,
                                       ilp_time_limit, report, k=alternatives + 1 if alternatives > 1 else 1)
         report.extraction_status, report.gap, report.extracted_cost = chosen.status, chosen.gap, chosen.cost
         choice = chosen.choice
     graph = rebuild(runner, snap, choice)
-    used = rules_used(runner, snap, choice)
-    report.rules_used = [rule.name for k, rule in enumerate(rule_list) if k in used]
+    report.rules_used = _rule_names(rule_list, rules_used(runner, snap, choice))
     timings["extract"] = time.perf_counter() - t
     t = time.perf_counter()
     out = to_workload(graph, wl, fold_params=False)
@@ -397,32 +496,37 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     t = time.perf_counter()
     out = out.fold_params()
     timings["final build"] = time.perf_counter() - t
-    others: list[tuple[str, Workload]] = []
-    if alternatives > 1 and extractor != "egglog":
-        import tvm_ffi
 
-        graphs = {tvm_ffi.structural_hash(w.mod, map_free_vars=True) for w in (wl, out)}
-        choices = [choice]
+    def others() -> Iterator[Alternative]:
+        if extractor == "egglog":
+            return
+        seen = [choice]
 
-        def add(label: str, picked: dict) -> None:
-            if picked in choices:  # the same graph again: not rebuilt (nor folded, which builds with TVM)
-                return
-            choices.append(picked)
-            other = to_workload(rebuild(runner, snap, picked), wl, fold_params=False).fold_params()
-            graphs.add(tvm_ffi.structural_hash(other.mod, map_free_vars=True))
-            others.append((label, other))
+        def ilp_choices() -> Iterator[tuple[str, dict]]:
+            more = next_best
+            if not more and extractor == "ilp":  # asked for after the run: searched for now
+                more = ilp_candidates(egraph, root_classes, 3, time_limit=min(ilp_time_limit, time_limit),
+                                      warm_start=greedy_dag_extract(egraph, root_classes))[1:]
+            for rank, e in enumerate(more, start=2):
+                yield f"ILP #{rank} under {model.name}", e.choice
 
-        def greedy_choices() -> Iterable[tuple[str, dict]]:
+        def greedy_choices() -> Iterator[tuple[str, dict]]:
             for name in dict.fromkeys([model.name, *(m for m in COST_MODELS if m not in MEASURING)]):
                 priced_egraph = egraph if name == model.name else priced(runner.egraph, snap, get_cost_model(name))
-                yield f"greedy DAG under {name}", greedy_dag_extract(priced_egraph, roots(runner, snap)).choice
+                yield f"greedy DAG under {name}", greedy_dag_extract(priced_egraph, root_classes).choice
 
-        ilp_choices = ((f"ILP #{rank} under {model.name}", e.choice) for rank, e in enumerate(next_best, start=2))
-        for label, picked in itertools.chain(ilp_choices, greedy_choices()):
-            if len(graphs) >= alternatives:
-                break
-            add(label, picked)
-    return out, others
+        for label, picked in itertools.chain(ilp_choices(), greedy_choices()):
+            if picked in seen:  # the same graph again: not rebuilt (nor folded, which builds with TVM)
+                continue
+            seen.append(picked)
+            other = to_workload(rebuild(runner, snap, picked), wl, fold_params=False).fold_params()
+            yield Alternative(label, other, _rule_names(rule_list, rules_used(runner, snap, picked)))
+
+    return out, others()
+
+
+def _rule_names(rule_list: list[Subst], used: set[int]) -> list[str]:
+    return [rule.name for k, rule in enumerate(rule_list) if k in used]
 
 
 def _cost_model(cost: str | CostModel, schedules: "ScheduleDatabase | None") -> CostModel:

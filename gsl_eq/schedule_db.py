@@ -58,6 +58,7 @@ class ScheduleDatabase:
                  cache_dir: str | os.PathLike[str] | None = None, number: int = 10, repeat: int = 3):
         if samples < 1:
             raise ValueError(f"samples must be at least 1, not {samples}")
+        self._target_name = target
         self.target = tvm.target.Target({"kind": "llvm", "num-cores": os.cpu_count() or 1}) if target == "llvm" \
             else tvm.target.Target(target)
         self.samples, self.seed = samples, seed
@@ -65,6 +66,12 @@ class ScheduleDatabase:
         self.measurements = 0
         self._cache = JsonCache(cache_dir if cache_dir is not None else default_cache_dir(), self.CACHE_FILE,
                                 self._FORMAT)
+
+    def reseeded(self, seed: int | None = None) -> "ScheduleDatabase":
+        """A database like this one drawing its schedules independently: seeded ``seed``, by
+        default this one's seed + 1 (the same cache file, other keys)."""
+        return ScheduleDatabase(self._target_name, self.samples, self.seed + 1 if seed is None else seed,
+                                self._cache.directory, self.number, self.repeat)
 
     # --- the kernels ---------------------------------------------------------------------
     def build(self, mod: tvm.IRModule) -> relax.VMExecutable:

@@ -161,8 +161,9 @@ class Workload:
         """Names of the runtime inputs, in signature order."""
         return [v.name for v in self._graph.inputs if v.name not in self._params]
 
-    def build(self, target: str = "llvm", schedules: "ScheduleDatabase | None" = None) -> "Workload":
-        """Compile the module with TVM for ``target`` (CPU); returns self for chaining. With a
+    def build(self, target: str | dict = "llvm", schedules: "ScheduleDatabase | None" = None) -> "Workload":
+        """Compile the module with TVM for ``target`` (CPU; a name or a JSON dict as TVM takes them,
+        ``{"kind": "llvm", "opt-level": 0}``); returns self for chaining. With a
         :class:`~gsl_eq.schedule_db.ScheduleDatabase`, every kernel is scheduled as it says
         (its own target then applies).
 
@@ -170,7 +171,8 @@ class Workload:
         (see :attr:`unfolded` and :func:`gsl_eq.rules.legalize`).
         """
         try:
-            executable = relax.build(self._mod, target=target) if schedules is None else schedules.build(self._mod)
+            executable = relax.build(self._mod, target=tvm.target.Target(target)) if schedules is None \
+                else schedules.build(self._mod)
         except Exception as error:  # noqa: BLE001 - TVM raises several kinds; the cause is chained
             reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
             hint = f" ({'; '.join(map(str, self.unfolded))})" if self.unfolded else ""

@@ -199,6 +199,7 @@ class EGraph:
         self.handles = 0
         #: The e-node of each loaded node, by handle: constructor, literal, handles of its children.
         self.loaded: list[tuple[str, Any, tuple[int, ...]]] = []
+        self._attributed = 0  # (Chosen i) handles given by attribute() so far
 
     def run(self, program: str) -> list[Any]:
         """Run egglog program text (declarations, rules, schedules)."""
@@ -385,16 +386,19 @@ class EGraph:
                     continue
                 stack.append((cls, True))
                 stack += [(c, False) for c in snap.classes[cls][choice[cls]].children if c not in index]
+        base = self._attributed  # earlier attributions' handles stay in the e-graph: number past them
+        self._attributed += len(order)
         commands = []
         for i, cls in enumerate(order):
             e = snap.classes[cls][choice[cls]]
             ctor, literal, children = e.key
             lit = egg.Lit(SPAN, egg.String(literal)) if e.kind is Kind.VAR else int_literal(literal)
-            handles = [int_call("Chosen", index[c]) for c in children]
-            commands.append(egg.ActionCommand(egg.Union(SPAN, int_call("Chosen", i), _call(ctor, lit, *handles))))
-            wanted = [_call("WantClass", int_call("Chosen", i), int_literal(i))]
+            handles = [int_call("Chosen", base + index[c]) for c in children]
+            commands.append(egg.ActionCommand(egg.Union(SPAN, int_call("Chosen", base + i),
+                                                        _call(ctor, lit, *handles))))
+            wanted = [_call("WantClass", int_call("Chosen", base + i), int_literal(base + i))]
             if e.kind is not Kind.VAR:
-                wanted.append(_call(want_relation(ctor), lit, *handles, int_literal(i)))
+                wanted.append(_call(want_relation(ctor), lit, *handles, int_literal(base + i)))
             commands += [egg.ActionCommand(egg.Expr_(SPAN, fact)) for fact in wanted]
         if commands:
             self.egg.run_program(*commands)
@@ -405,7 +409,8 @@ class EGraph:
             for line in str(out).splitlines():
                 if line:
                     i, k = (int(v) for v in line.split(",")[1:3])
-                    table.setdefault(order[i], set()).add(k)
+                    if i >= base:
+                        table.setdefault(order[i - base], set()).add(k)
         return found
 
 @dataclass

@@ -173,7 +173,9 @@ class Runner:
     about its limit of new pairs each (:meth:`_pair`), and only at loaded nodes
     neither of which reads the other: its pairs grow with the square of its
     matches; part matches not paired by then are left out. ``fast=False`` makes every
-    iteration controlled (see the module docstring).
+    iteration controlled (see the module docstring); fast iterations also end once pushing the
+    e-graph takes more than ``push_worth`` times as long as applying the matches (``math.inf``:
+    never for that reason, whatever the clock says).
 
         runner = Runner(graph, rules.algebraic(), node_limit=50_000, iter_limit=30, time_limit=60)
         report = runner.run()
@@ -184,7 +186,8 @@ class Runner:
                  time_limit: float = 60.0, match_limit: int = 1000, multi_match_limit: int = 100,
                  ban_length: int = 5, max_variadic: int = MAX_VARIADIC,
                  on_iteration: Callable[[Iteration], None] | None = None, params: Collection[str] = (),
-                 extraction_reserve: float = 0.0, pair_iterations: int = 1, fast: bool = True):
+                 extraction_reserve: float = 0.0, pair_iterations: int = 1, fast: bool = True,
+                 push_worth: float = PUSH_WORTH):
         start = time.perf_counter()
         self.egraph = EGraph()
         self.graph = graph
@@ -205,6 +208,7 @@ class Runner:
         self.scheduler = Scheduler([any(q.multi_output for q in qs) for qs in self.queries],
                                    match_limit, multi_match_limit, ban_length)
         self.backlog = [0] * len(self.rules)
+        self.push_worth = push_worth
         self.fast = fast  # until a fast iteration is refused or not worth its copy (then every one is controlled)
         self._prune = False  # the next search finds again what fast iterations applied
         self._pushed = 0  # e-nodes in the copies pushed on egglog's stack
@@ -340,7 +344,7 @@ class Runner:
             return None
         self._pushed += size
         copy, applying = pushed - decided, time.perf_counter() - pushed
-        if copy > PUSH_WORTH * max(applying, 1e-3):  # egglog copies every table: small e-graphs of many rules
+        if copy > self.push_worth * max(applying, 1e-3):  # egglog copies every table: small e-graphs of many rules
             self._end_fast()
         applied = {names[k]: m for k, m in found.items() if m}
         end = time.perf_counter()

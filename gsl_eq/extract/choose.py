@@ -19,29 +19,34 @@ from egglog import bindings as egg
 from ..egraph import EGraph, Runner, Snapshot
 from ..egraph.egraph import SPAN, int_call, int_literal
 from ..graph import Graph, Kind, Node
+from .buildable import Call, unbuildable
 from .cost import CostModel
 from .extractors import ENodeCost, ExtractGraph, ExtractionError
 
 
-def priced(eg: EGraph, snap: Snapshot, model: CostModel) -> ExtractGraph:
+def priced(eg: EGraph, snap: Snapshot, model: CostModel, check_builds: bool = True) -> ExtractGraph:
     """The e-graph as extractors see it: e-class -> [ENodeCost(cost, child e-classes)], in snapshot order.
 
-    A call whose inputs are all foldable (computed from the parameters and
-    constants alone) costs nothing: it is folded into a new parameter after
-    extraction. In a foldable e-class, the e-nodes that are not (they read
-    runtime inputs) are never chosen, so what is free is really folded.
+    A call computed from the parameters and constants alone costs nothing: it is folded into
+    a new parameter after extraction, if TVM can build it. One TVM cannot build
+    (:func:`~gsl_eq.extract.buildable.unbuildable`; with ``check_builds``) stays a computation
+    and costs what the model says, and so does every call reading it: an equal form TVM can
+    build wins on cost. In an e-class that folds, the e-nodes that read runtime inputs are
+    never chosen, so what is free is really folded.
     """
-    foldable = snap.foldable
+    folds, unbuildable_calls = _folding(eg, snap, check_builds)
     memo: dict[tuple, float] = {}
     out: dict[Hashable, list[ENodeCost]] = {}
     for cls, enodes in snap.classes.items():
         row = out[cls] = []
         for e in enodes:
             cost = 0.0
-            param_only = e.name in eg.params if e.kind is Kind.VAR else all(c in foldable for c in e.children)
-            if cls in foldable and not param_only:
+            param_only = e.name in eg.params if e.kind is Kind.VAR else all(c in snap.foldable for c in e.children)
+            free = param_only and (e.kind is Kind.VAR or all(c in folds for c in e.children) and
+                                   _signature(eg, snap, cls, e) not in unbuildable_calls)
+            if cls in folds and not param_only:
                 cost = math.inf
-            elif e.kind is Kind.CALL and not param_only:
+            elif e.kind is Kind.CALL and not free:
                 key = (e.op, e.attrs, tuple(snap.types[c] for c in e.children), snap.types[cls])
                 if key not in memo:
                     memo[key] = float(model(e.op, dict(eg.attrs[e.attrs]), [eg.types[t] for t in key[2]],
@@ -49,6 +54,37 @@ def priced(eg: EGraph, snap: Snapshot, model: CostModel) -> ExtractGraph:
                 cost = memo[key]
             row.append(ENodeCost(cost, tuple(e.children), e.op or e.kind.value))
     return out
+
+
+def _signature(eg: EGraph, snap: Snapshot, cls: Hashable, e: Any) -> Call | None:
+    """The call signature of e-node ``e`` of e-class ``cls`` (None for what is not a call)."""
+    if e.kind is not Kind.CALL:
+        return None
+    return e.op, tuple(eg.attrs[e.attrs]), tuple(eg.types[snap.types[c]] for c in e.children), eg.types[snap.types[cls]]
+
+
+def _folding(eg: EGraph, snap: Snapshot, check_builds: bool) -> tuple[set[Hashable], set[Call]]:
+    """The e-classes folding computes, and the parameter-only call signatures TVM cannot build.
+
+    An e-class folds when it holds a parameter, a constant, or an e-node TVM can build whose
+    children all fold (a least fixpoint over the foldable e-classes)."""
+    foldable = snap.foldable
+    param_only = {cls: [e for e in snap.classes[cls] if (e.name in eg.params if e.kind is Kind.VAR else
+                                                         all(c in foldable for c in e.children))]
+                  for cls in foldable if cls in snap.classes}
+    failing = unbuildable(_signature(eg, snap, cls, e) for cls, enodes in param_only.items()
+                          for e in enodes if e.kind is Kind.CALL) if check_builds else set()
+    folds: set[Hashable] = set()
+    changed = True
+    while changed:
+        changed = False
+        for cls, enodes in list(param_only.items()):
+            if any(all(c in folds for c in e.children) and _signature(eg, snap, cls, e) not in failing
+                   for e in enodes):
+                folds.add(cls)
+                del param_only[cls]
+                changed = True
+    return folds, failing
 
 
 def roots(runner: Runner, snap: Snapshot) -> list[Hashable]:

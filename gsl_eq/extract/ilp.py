@@ -35,7 +35,11 @@ at the limit (:func:`~gsl_eq.extract.bounded.run_bounded`).
 from __future__ import annotations
 
 import collections
+import contextlib
+import ctypes
 import math
+import os
+import sys
 import time
 from collections.abc import Hashable, Mapping, Sequence
 
@@ -54,6 +58,32 @@ __all__ = ["ilp_candidates", "ilp_extract"]
 #: Measured on saturated e-graphs (BENCHMARKS.md, extraction): symmetry detection took 11 of 18 s on
 #: NasRNN's and the enumeration presolve rule (bit 16) 9 of 12 s on GPT-2's, both without effect on the result.
 HIGHS_OPTIONS = {"mip_detect_symmetry": False, "presolve_rule_off": 1 << 16}
+
+def _silent_highs() -> highspy.Highs:
+    """A HiGHS instance that prints nothing. Since highspy 1.16 the first instance of a process
+    prints HiGHS's banner from C, before any option can be set: stdout's descriptor points to
+    /dev/null meanwhile, C's buffers flushed on both sides."""
+    with _stdout_to_devnull():
+        highs = highspy.Highs()
+        highs.setOptionValue("output_flag", False)
+    return highs
+
+
+@contextlib.contextmanager
+def _stdout_to_devnull():
+    libc = ctypes.CDLL(None)
+    sys.stdout.flush()
+    libc.fflush(None)
+    saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        libc.fflush(None)
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
 
 #: Classes with more e-nodes than this are only checked for exact duplicates (dominance is quadratic).
 DOMINANCE_CLASS_LIMIT = 64
@@ -207,8 +237,7 @@ class _Program:
         lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = matrix.indptr, matrix.indices, matrix.data
         lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_cols, n_rows
         lp.integrality_ = [highspy.HighsVarType.kInteger] * n_nodes + [highspy.HighsVarType.kContinuous] * n_classes
-        self.highs = highspy.Highs()
-        self.highs.setOptionValue("output_flag", False)
+        self.highs = _silent_highs()
         self.highs.setOptionValue("mip_rel_gap", 0.0)
         for key, value in HIGHS_OPTIONS.items():
             self.highs.setOptionValue(key, value)

@@ -1,6 +1,9 @@
 """Fast iterations: while the limits are far, every new match of a decided key is applied at once
 (no worklist); an iteration past a limit is undone and run controlled, and so is every later one."""
 
+import math
+
+
 from gsl_eq import optimize, rules
 from gsl_eq.egraph import Runner, StopReason
 from gsl_eq.models import ac_sum, polynomial
@@ -11,7 +14,7 @@ FAR = dict(node_limit=10**9, time_limit=10**6, match_limit=10**9, multi_match_li
 
 def test_fast_iterations_grow_the_e_graph_as_controlled_ones_do():
     graph = polynomial(60).graph
-    fast = Runner(graph, rules.ring(), iter_limit=4, **FAR).run()
+    fast = Runner(graph, rules.ring(), iter_limit=4, push_worth=math.inf, **FAR).run()
     controlled = Runner(graph, rules.ring(), iter_limit=4, fast=False, **FAR).run()
     assert [it.fast for it in fast.iterations] == [True] * 4
     assert not any(it.fast for it in controlled.iterations)
@@ -73,12 +76,9 @@ def test_optimize_through_fast_iterations_keeps_the_outputs():
     assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-5)
 
 
-def test_fast_iterations_end_when_the_copy_costs_more_than_applying(monkeypatch):
-    from gsl_eq.egraph import runner as runner_module
-
-    monkeypatch.setattr(runner_module, "PUSH_WORTH", 0.0)  # any copy costs too much
+def test_fast_iterations_end_when_the_copy_costs_more_than_applying():
     graph = polynomial(60).graph
-    switched = Runner(graph, rules.ring(), iter_limit=4, **FAR).run()
+    switched = Runner(graph, rules.ring(), iter_limit=4, push_worth=0.0, **FAR).run()  # any copy costs too much
     controlled = Runner(graph, rules.ring(), iter_limit=4, fast=False, **FAR).run()
     assert [it.fast for it in switched.iterations] == [True, False, False, False]
     # the first controlled search drops the rows the fast iteration applied: the same growth

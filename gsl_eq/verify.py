@@ -1,0 +1,114 @@
+"""The last word before :func:`~gsl_eq.optimize` returns: the result builds, runs and computes
+what the input computes.
+
+Costs are predictions and rewrites are programs: a rule may be wrong, and an extractor may pick
+a form TVM cannot build. So every result is built with TVM and run once on the input's random
+inputs, and its outputs are compared with the input's (where TVM cannot build the input, with
+those of the input made buildable by :func:`gsl_eq.rules.legalize`).
+
+    reference = Reference.of(wl)
+    reason = reference.mismatch(candidate)    # None when the candidate passes
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import WorkloadError
+from .workload import Workload
+
+#: Relative tolerance per floating dtype: rewrites reassociate and fuse, so rounding differs.
+#: An element passes when ``|got - expected| <= rtol * (|expected| + max |expected|)`` (the
+#: second term keeps near-zero elements of a large output from failing on rounding alone).
+#: Integers and booleans compare exactly; NaN equals NaN.
+TOLERANCE = {"float64": 1e-6, "float32": 1e-3, "float16": 2e-2, "bfloat16": 5e-2}
+#: The seed of the random inputs the check runs on.
+SEED = 20_251
+#: The reference is only computed, never returned: LLVM without optimization builds it 4x sooner.
+REFERENCE_TARGET = {"kind": "llvm", "opt-level": 0}
+
+
+@dataclass
+class Reference:
+    """The outputs a candidate must reproduce, on ``inputs``; ``label`` says what computed
+    them. ``outputs`` is None when no form of the input could be built (``reason`` says why)."""
+
+    inputs: dict[str, np.ndarray]
+    outputs: tuple[np.ndarray, ...] | None
+    label: str
+    reason: str = ""
+
+    @staticmethod
+    def of(wl: Workload) -> "Reference":
+        """Run ``wl`` (a copy, built here), or its legalized form when TVM cannot build it; both
+        built with :data:`REFERENCE_TARGET`, the candidates as users build them."""
+        inputs = wl.random_inputs(seed=SEED)
+        first = "; ".join(map(str, wl.unfolded))  # folding found what TVM cannot build: no need to try
+        if not first:
+            try:
+                return Reference(inputs, run(Workload(wl.mod, wl.params).build(REFERENCE_TARGET), inputs), "input")
+            except WorkloadError as error:
+                first = _first_line(error)
+        from . import rules
+        from .greedy.rewrite import greedy
+
+        legal = greedy(wl, rules.legalize(), fold_params=False).workload
+        try:
+            return Reference(inputs, run(Workload(legal.mod, legal.params).build(REFERENCE_TARGET), inputs),
+                             "legalized input")
+        except WorkloadError as error:
+            return Reference(inputs, None, "none", f"TVM cannot build the input ({first}), nor legalized "
+                                                   f"({_first_line(error)})")
+
+    def mismatch(self, candidate: Workload) -> str | None:
+        """Why ``candidate`` fails the check (it does not build, run, or compute the reference's
+        outputs), or None when it passes. Without reference outputs, building and running is the check.
+
+        The candidate keeps its build (a workload a gsl_eq call made, so later runs reuse it)."""
+        try:
+            got = run(candidate, self.inputs)
+        except Exception as error:  # noqa: BLE001 - whatever TVM raises, the candidate fails
+            return f"{type(error).__name__}: {_first_line(error)}"
+        if self.outputs is None:
+            return None
+        return compare(got, self.outputs)
+
+
+def run(wl: Workload, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """``wl``'s outputs on ``inputs`` (built first if it has no build yet)."""
+    value = wl(**inputs)
+    return (value,) if isinstance(value, np.ndarray) else tuple(value)
+
+
+def compare(got: tuple[np.ndarray, ...], expected: tuple[np.ndarray, ...]) -> str | None:
+    """What differs between two output tuples (count, shape, dtype, values), or None."""
+    if len(got) != len(expected):
+        return f"{len(got)} outputs, the input has {len(expected)}"
+    for k, (g, e) in enumerate(zip(got, expected)):
+        if g.shape != e.shape or g.dtype != e.dtype:
+            return f"output {k} is {g.shape} {g.dtype}, the input's is {e.shape} {e.dtype}"
+        rtol = TOLERANCE.get(str(e.dtype))
+        if rtol is None:
+            bad = ~((g == e) | (_isnan(g) & _isnan(e)))
+        else:
+            g64, e64 = g.astype(np.float64), e.astype(np.float64)
+            finite = np.isfinite(e64)
+            scale = np.max(np.abs(e64[finite]), initial=0.0)
+            with np.errstate(invalid="ignore"):
+                close = np.abs(g64 - e64) <= rtol * (np.abs(e64) + scale)
+            bad = ~(close | (g64 == e64) | (np.isnan(g64) & np.isnan(e64)))
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            return (f"output {k} differs at {bad.sum()} of {bad.size} elements (first at {where}: "
+                    f"{g[where]!r}, the input's {e[where]!r})")
+    return None
+
+
+def _isnan(a: np.ndarray) -> np.ndarray:
+    return np.isnan(a) if np.issubdtype(a.dtype, np.floating) else np.zeros(a.shape, bool)
+
+
+def _first_line(error: BaseException) -> str:
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), "")[:300]

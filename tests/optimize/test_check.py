@@ -1,0 +1,120 @@
+"""optimize() returns only what it has seen build, run and compute what the input computes; extraction
+prices what TVM cannot build as a computation, so the buildable form wins on cost."""
+
+import numpy as np
+import pytest
+from tvm import relax
+
+from gsl_eq import FoldWarning, Subst, Workload, op, optimize, pat, rules
+from gsl_eq.extract.buildable import unbuildable
+from gsl_eq.graph import TensorType
+from gsl_eq.graph.ops import freeze, infer
+from gsl_eq.verify import Reference, compare
+
+R = relax.op
+
+
+def var(name, shape, dtype="float32"):
+    return relax.Var(name, relax.TensorType(shape, dtype))
+
+
+def signature(op_name, attrs, inputs):
+    output, canonical = infer(op_name, attrs, inputs)
+    return op_name, freeze(canonical), tuple(inputs), output
+
+
+def test_the_build_probe_names_exactly_the_calls_tvm_cannot_build():
+    flags, floats = TensorType((2, 5), "bool"), TensorType((2, 5), "float32")
+    bad = [signature("relax.cumsum", {"axis": 1}, [flags]), signature("relax.equal", {}, [flags, flags])]
+    good = [signature("relax.cumsum", {"axis": 1}, [floats]), signature("relax.equal", {}, [floats, floats]),
+            signature("relax.astype", {"dtype": "int8"}, [flags])]
+    assert unbuildable([good[0], *bad, *good[1:]]) == set(bad)
+
+
+def unbuildable_cumsum() -> Subst:
+    """Sound but unbuildable: bool_cumsum backwards, one call instead of three."""
+    mask = pat.Wildcard(dtype="bool")
+    counts = op.CumSum(op.AsType(mask, dtype="int32"), dtype="int32", exclusive=False)
+    return Subst(op.AsType(counts, dtype="bool"), op.CumSum(mask, axis=counts.axis, dtype=None, exclusive=False),
+                 name="unbuildable_cumsum")
+
+
+def scan_and_transposes() -> Workload:
+    """A boolean scan through int32 (unbuildable_cumsum's source) beside a transpose undone."""
+    m, x = var("m", (2, 6), "bool"), var("x", (3, 4))
+    scan = R.astype(R.cumsum(R.astype(m, "int32"), axis=1, dtype="int32"), "bool")
+    y = R.permute_dims(R.permute_dims(R.nn.relu(x), [1, 0]), [1, 0])
+    return Workload.from_expr(relax.Tuple([scan, y]), {"m", "x"})
+
+
+def test_when_the_cheapest_extraction_cannot_be_built_the_next_that_can_is_returned(same_outputs):
+    wl = scan_and_transposes()
+    result = optimize(wl, [unbuildable_cumsum(), rules.transpose_transpose()], extractor="ilp")
+    report = result.report
+    assert report.fallbacks and report.fallbacks[0].startswith("result: WorkloadError: TVM cannot build")
+    assert not report.input_returned and "returned instead" in report.notes[-1]
+    counts = result.workload.graph.op_counts()
+    assert counts["relax.permute_dims"] == 0 and counts["relax.cumsum"] == 1 and counts["relax.astype"] == 2
+    assert report.rules_used == ["transpose_transpose"]
+    same_outputs(wl, result.workload)
+
+
+def test_the_greedy_extractor_falls_back_to_the_input_when_no_other_extraction_differs():
+    wl = scan_and_transposes()
+    result = optimize(wl, [unbuildable_cumsum(), rules.transpose_transpose()], extractor="greedy")
+    assert result.report.fallbacks[0].startswith("result: WorkloadError: TVM cannot build")
+    assert result.report.input_returned and result.workload.mod.script() == wl.mod.script()
+
+
+def test_when_nothing_cheaper_can_be_built_the_input_is_returned_and_the_notes_say_why():
+    m = var("m", (2, 6), "bool")
+    wl = Workload.from_expr(R.astype(R.cumsum(R.astype(m, "int32"), axis=1, dtype="int32"), "bool"), {"m"})
+    result = optimize(wl, [unbuildable_cumsum()])
+    assert result.report.input_returned and result.workload.mod.script() == wl.mod.script()
+    assert result.report.fallbacks[0].startswith("result: ")
+    assert "the input is returned" in result.report.notes[-1]
+
+
+@pytest.mark.parametrize("mode", ["greedy", "saturate"])
+def test_a_wrong_rule_is_caught_by_the_check_and_the_input_returned(mode):
+    x = pat.Wildcard()
+    wrong = Subst(op.ReLU(op.ReLU(x)), x, name="relu_relu_is_identity")  # a call fewer, and wrong
+    wl = Workload.from_expr(R.nn.relu(R.nn.relu(R.add(var("x", (4, 4)), var("b", (4, 4))))), {"x"})
+    result = optimize(wl, [wrong], mode=mode)
+    assert result.report.input_returned and result.report.rules_used == []
+    assert result.report.fallbacks and "output 0 differs" in result.report.fallbacks[0]
+    assert result.workload.graph.op_counts()["relax.nn.relu"] == 2
+
+
+@pytest.mark.parametrize("extractor", ["ilp", "greedy"])
+def test_a_parameter_only_computation_tvm_cannot_build_is_not_free(extractor):
+    """Both forms of the mask are computed from parameters alone; only the legalized one folds."""
+    p, q, x = var("p", (1, 8), "bool"), var("q", (1, 8), "bool"), var("x", (1, 8))
+    wl = Workload.from_expr(R.add(x, R.astype(R.equal(p, q), "float32")), {"x"})
+    with pytest.warns(FoldWarning, match="relax.equal"):
+        assert wl.fold_params().unfolded  # as given, folding leaves the boolean equal
+    result = optimize(wl, [rules.bool_equal()], extractor=extractor)
+    assert result.report.fallbacks == [] and result.workload.unfolded == ()
+    assert result.report.rules_used == ["bool_equal"]
+    assert result.workload.graph.op_counts() == {"relax.add": 1}
+
+
+def test_the_comparison_tolerates_rounding_and_catches_real_differences():
+    a = np.linspace(-3, 3, 50, dtype="float32").reshape(5, 10)
+    assert compare((a * (1 + 1e-5),), (a,)) is None
+    assert compare((a + 1e-5,), (a,)) is None  # near zero too, relative to the output's scale
+    assert "differs at 1 of 50" in compare((np.where(a == a[2, 3], a + 0.1, a),), (a,))
+    assert "(5, 10) float32" in compare((a.reshape(10, 5),), (a,))
+    ints = np.arange(6, dtype="int32")
+    assert compare((ints + (ints == 5),), (ints,)).startswith("output 0 differs at 1 of 6")
+    nan = np.array([np.nan, 1.0], "float32")
+    assert compare((nan.copy(),), (nan,)) is None
+
+
+def test_the_reference_of_an_unbuildable_input_is_its_legalized_form():
+    m = var("m", (2, 6), "bool")
+    wl = Workload.from_expr(R.cumsum(m, axis=1), {"m"})
+    reference = Reference.of(wl)
+    assert reference.label == "legalized input" and reference.outputs is not None
+    inputs = reference.inputs["m"]
+    np.testing.assert_array_equal(reference.outputs[0], np.cumsum(inputs, axis=1) > 0)
