@@ -12,6 +12,8 @@ those of the input made buildable by :func:`gsl_eq.rules.legalize`).
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,10 +42,25 @@ class Reference:
     label: str
     reason: str = ""
 
+    #: The workload's fingerprint (:func:`fingerprint`): verdicts are remembered under it.
+    key: tuple = ()
+
     @staticmethod
     def of(wl: Workload) -> "Reference":
         """Run ``wl`` (a copy, built here), or its legalized form when TVM cannot build it; both
-        built with :data:`REFERENCE_TARGET`, the candidates as users build them."""
+        built with :data:`REFERENCE_TARGET`, the candidates as users build them. The last few
+        references are remembered by content: greedy orderings of one workload share one."""
+        key = fingerprint(wl)
+        if key not in _references:
+            _references[key] = Reference._compute(wl)
+            _references[key].key = key
+            while len(_references) > REMEMBERED_REFERENCES:
+                _references.popitem(last=False)
+        _references.move_to_end(key)
+        return _references[key]
+
+    @staticmethod
+    def _compute(wl: Workload) -> "Reference":
         inputs = wl.random_inputs(seed=SEED)
         first = "; ".join(map(str, wl.unfolded))  # folding found what TVM cannot build: no need to try
         if not first:
@@ -66,7 +83,16 @@ class Reference:
         """Why ``candidate`` fails the check (it does not build, run, or compute the reference's
         outputs), or None when it passes. Without reference outputs, building and running is the check.
 
-        The candidate keeps its build (a workload a gsl_eq call made, so later runs reuse it)."""
+        The candidate keeps its build (a workload a gsl_eq call made, so later runs reuse it). A
+        graph with the same content as one checked before gets that one's verdict unbuilt."""
+        key = (self.key, fingerprint(candidate))
+        if key not in _verdicts:
+            _verdicts[key] = self._check(candidate)
+            while len(_verdicts) > REMEMBERED_VERDICTS:
+                _verdicts.popitem(last=False)
+        return _verdicts[key]
+
+    def _check(self, candidate: Workload) -> str | None:
         try:
             got = run(candidate, self.inputs)
         except Exception as error:  # noqa: BLE001 - whatever TVM raises, the candidate fails
@@ -74,6 +100,24 @@ class Reference:
         if self.outputs is None:
             return None
         return compare(got, self.outputs)
+
+
+#: How many references and verdicts are remembered (by content) for later calls.
+REMEMBERED_REFERENCES = 4
+REMEMBERED_VERDICTS = 256
+_references: OrderedDict[tuple, Reference] = OrderedDict()
+_verdicts: OrderedDict[tuple, str | None] = OrderedDict()
+
+
+def fingerprint(wl: Workload) -> tuple:
+    """A key equal for two workloads of one content: the module's structure, the input names and
+    every parameter's name, type and bytes."""
+    import tvm_ffi
+
+    params = tuple((name, str(a.dtype), a.shape, hashlib.blake2b(np.ascontiguousarray(a).tobytes(),
+                                                                  digest_size=16).digest())
+                   for name, a in sorted(wl.params.items()))
+    return tvm_ffi.structural_hash(wl.mod, map_free_vars=True), tuple(wl.input_names), params
 
 
 def run(wl: Workload, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
