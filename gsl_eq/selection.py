@@ -41,20 +41,6 @@ class Candidate:
     rounds: list[float]
 
 
-def distinct(candidates: Sequence[tuple[str, Workload]]) -> list[tuple[str, Workload]]:
-    """The first of each group of structurally equal candidates, in order (labels joined)."""
-    import tvm_ffi
-
-    kept: dict[int, tuple[str, Workload]] = {}
-    for label, wl in candidates:
-        key = tvm_ffi.structural_hash(wl.mod, map_free_vars=True)
-        if key in kept:
-            kept[key] = (f"{kept[key][0]} = {label}", kept[key][1])
-        else:
-            kept[key] = (label, wl)
-    return list(kept.values())
-
-
 def time_candidates(candidates: Sequence[tuple[str, Workload]], schedules: ScheduleDatabase,
                     rounds: int = ROUNDS, number: int = NUMBER, seed: int = 0) -> list[Candidate]:
     """Build each candidate with ``schedules`` and time them all in alternating rounds (each round
