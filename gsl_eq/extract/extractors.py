@@ -81,6 +81,7 @@ class Extraction:
     gap: float | None = None
     status: str = ""
     cycle_cuts: int | None = None  # the exact extractor's: cycles cut off before its solution was acyclic
+    solver: str = ""  # the exact extractor's: "highs" or "cp-sat"
 
 
 # --- the chosen graph ------------------------------------------------------------------------

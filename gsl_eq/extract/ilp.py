@@ -48,6 +48,7 @@ import numpy as np
 from scipy import sparse
 
 from .bounded import run_bounded
+from .cpsat import CpSatProgram, cyclic_parts
 from .extractors import (
     Extraction, ExtractGraph, Indexed, _bottom_up, _extraction, _tree_values, _walk, dag_cost, greedy_dag_extract,
     is_acyclic, without_gc,
@@ -89,8 +90,12 @@ def _stdout_to_devnull():
 DOMINANCE_CLASS_LIMIT = 64
 
 
+SOLVERS = ("auto", "highs", "cp-sat")
+
+
 def ilp_extract(
-    egraph: ExtractGraph, roots: Sequence[Hashable], time_limit: float = 60.0, warm_start: Extraction | None = None
+    egraph: ExtractGraph, roots: Sequence[Hashable], time_limit: float = 60.0, warm_start: Extraction | None = None,
+    solver: str = "auto",
 ) -> Extraction:
     """The extraction of least DAG cost, or the best HiGHS finds within ``time_limit`` seconds.
 
@@ -101,17 +106,21 @@ def ilp_extract(
     (None if it has none). The returned choice is never worse than the warm start.
     ``cycle_cuts`` counts the cycle cuts HiGHS needed (None if it did not answer).
 
+    ``solver``: ``"highs"`` (this module's program, cycles cut lazily), ``"cp-sat"``
+    (:mod:`.cpsat`: acyclicity in the model) or ``"auto"``: CP-SAT where the kept e-nodes
+    put e-classes on a cycle, HiGHS otherwise. The result's ``solver`` says which ran.
+
         >>> from gsl_eq.extract import ENodeCost as N
         >>> ilp_extract({"r": [N(1, ("a", "b"))], "a": [N(1, ("s",)), N(3)],
         ...              "b": [N(1, ("s",)), N(3)], "s": [N(3)]}, ["r"]).cost
         6.0
     """
-    return ilp_candidates(egraph, roots, 1, time_limit, warm_start)[0]
+    return ilp_candidates(egraph, roots, 1, time_limit, warm_start, solver)[0]
 
 
 def ilp_candidates(
     egraph: ExtractGraph, roots: Sequence[Hashable], k: int, time_limit: float = 60.0,
-    warm_start: Extraction | None = None,
+    warm_start: Extraction | None = None, solver: str = "auto",
 ) -> list[Extraction]:
     """Up to ``k`` extractions with distinct chosen graphs in non-decreasing DAG cost:
     :func:`ilp_extract`'s, then the next best ones, all found within ``time_limit`` seconds.
@@ -125,7 +134,7 @@ def ilp_candidates(
     warm start if HiGHS found nothing, or overran the limit (its process is stopped, and
     what it found is lost). ``status`` ("optimal": proved cheapest of the graphs not
     found before), ``gap`` and ``cycle_cuts`` are as in :func:`ilp_extract`, per graph;
-    ``time`` is the whole search's; ``warm_start`` and the errors are as there too.
+    ``time`` is the whole search's; ``warm_start``, ``solver`` and the errors are as there too.
 
         >>> from gsl_eq.extract import ENodeCost as N
         >>> egraph = {"r": [N(1, ("a",))], "a": [N(1, ("x",)), N(2, ("y",)), N(5)], "x": [N(1)], "y": [N(1)]}
@@ -134,6 +143,8 @@ def ilp_candidates(
     """
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k!r}")
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
     start = time.perf_counter()
     if warm_start is None:
         warm_start, fallback_name = greedy_dag_extract(egraph, roots), "greedy DAG extraction"
@@ -147,14 +158,14 @@ def ilp_candidates(
 
     deadline = start + time_limit
     # told to finish a little early, so that its answer arrives before the deadline
-    solved = run_bounded(lambda: _solve(egraph, roots, fallback, deadline - 0.1 * time_limit, k),
+    solved = run_bounded(lambda: _solve(egraph, roots, fallback, deadline - 0.1 * time_limit, k, solver),
                          deadline - time.perf_counter())
-    outcomes = solved if solved is not None else [(None, "time limit", None, None)]
+    used_solver, outcomes = solved if solved is not None else (solver, [(None, "time limit", None, None)])
     classes = list(egraph)
 
     def extraction(choice: Mapping[Hashable, int], status: str, lower_bound: float | None,
                    cuts: int | None) -> Extraction:
-        result = _extraction("ilp", egraph, roots, choice, start, status=status, cycle_cuts=cuts)
+        result = _extraction("ilp", egraph, roots, choice, start, status=status, cycle_cuts=cuts, solver=used_solver)
         result.gap = 0.0 if status == "optimal" else _relative_gap(result.cost, lower_bound)
         return result
 
@@ -191,9 +202,9 @@ class _Program:
     well above HiGHS's tolerances.
     """
 
-    def __init__(self, graph: Indexed, roots: list[int], bound: float):
+    def __init__(self, graph: Indexed, nodes: list[int], roots: list[int], bound: float):
         self.graph = graph
-        self.nodes = _kept_nodes(graph, roots)
+        self.nodes = nodes
         self.column = {node: col for col, node in enumerate(self.nodes)}
         node_class = np.asarray(graph.node_class, dtype=np.int64)[np.asarray(self.nodes, dtype=np.int64)]
         self.classes, self.class_of = np.unique(node_class, return_inverse=True)  # class rows, per column
@@ -353,6 +364,11 @@ def _kept_nodes(graph: Indexed, roots: list[int]) -> list[int]:
     return sorted(nodes)
 
 
+def _cyclic(graph: Indexed, nodes: list[int]) -> bool:
+    """Whether the kept e-nodes put some e-classes on a cycle."""
+    return any(size > 1 for _, size in cyclic_parts(graph, nodes).values())
+
+
 def _must_leaves(graph: Indexed, nodes: list[int]) -> dict[int, int]:
     """Per class position: the leaf classes that every term of it built from ``nodes`` contains,
     as a bitset (a Python int, one bit per leaf class).
@@ -419,19 +435,24 @@ def _undominated(graph: Indexed, nodes: list[int]) -> list[int]:
 
 
 def _solve(
-    egraph: ExtractGraph, roots: Sequence[Hashable], fallback: dict[Hashable, int], deadline: float, k: int = 1
-) -> list[tuple[list[tuple[int, int]] | None, str, float | None, int]]:
+    egraph: ExtractGraph, roots: Sequence[Hashable], fallback: dict[Hashable, int], deadline: float, k: int = 1,
+    solver: str = "auto",
+) -> tuple[str, list[tuple[list[tuple[int, int]] | None, str, float | None, int]]]:
     """Build and solve the program, cutting off the cycles of each solution until one is
-    acyclic, then that solution by a no-good cut, until ``k`` are found: per solution, (the
-    choice as (class position, e-node index) pairs; status; lower bound; cycle cuts so
-    far), then, if fewer than ``k``, why not, with None for the choice (status
-    ``"exhausted"`` when HiGHS proved there is no other). Positions index
-    ``list(egraph)``, so the answer crosses a process boundary."""
+    acyclic, then that solution by a no-good cut, until ``k`` are found. Returns the solver
+    used and, per solution, (the choice as (class position, e-node index) pairs; status;
+    lower bound; cycle cuts so far), then, if fewer than ``k``, why not, with None for the
+    choice (status ``"exhausted"`` when the solver proved there is no other). Positions
+    index ``list(egraph)``, so the answer crosses a process boundary."""
     with without_gc():
         graph = Indexed(egraph)
         root_positions = graph.root_positions(roots)
         start = {graph.position[cls]: graph.class_nodes[graph.position[cls]][index] for cls, index in fallback.items()}
-        program = _Program(graph, root_positions, dag_cost(egraph, roots, fallback))
+        nodes = _kept_nodes(graph, root_positions)
+        if solver == "auto":
+            solver = "cp-sat" if _cyclic(graph, nodes) else "highs"
+        program = (CpSatProgram if solver == "cp-sat" else _Program)(
+            graph, nodes, root_positions, dag_cost(egraph, roots, fallback))
     outcomes: list[tuple[list[tuple[int, int]] | None, str, float | None, int]] = []
     lower_bound = None  # every round's bound holds in the later ones: they only add cuts, and answer no cheaper
     while True:
@@ -442,20 +463,21 @@ def _solve(
             lower_bound = bound if lower_bound is None else max(lower_bound, bound)
         if choice is None:
             status = "exhausted" if outcomes and program.infeasible() else "time limit"
-            return [*outcomes, (None, status, lower_bound, program.cuts)]
+            return solver, [*outcomes, (None, status, lower_bound, program.cuts)]
         cycles = _cycles(graph, root_positions, choice)
         if not cycles:
             chosen = {graph.classes[cls]: graph.node_index[node] for cls, node in choice.items()}
             try:
                 order, _ = _walk(egraph, roots, chosen)
             except ValueError:  # numerically off: a used class without a chosen e-node
-                return [*outcomes, (None, "HiGHS returned an inconsistent solution", lower_bound, program.cuts)]
+                return solver, [*outcomes, (None, f"{solver} returned an inconsistent solution", lower_bound,
+                                            program.cuts)]
             outcomes.append(([(graph.position[cls], chosen[cls]) for cls in order],
                              "optimal" if optimal else "time limit", lower_bound, program.cuts))
             if len(outcomes) == k:
-                return outcomes
+                return solver, outcomes
         if time.perf_counter() >= deadline:
-            return [*outcomes, (None, "time limit", lower_bound, program.cuts)]
+            return solver, [*outcomes, (None, "time limit", lower_bound, program.cuts)]
         if cycles:
             program.cut(cycles)
         else:

@@ -237,8 +237,10 @@ def test_random_egraphs_against_brute_force(seed):
         check(egraph, roots, extraction)
     assert ilp.cost <= greedy.cost <= tree.cost
     assert ilp.cost == optimum and (ilp.status, ilp.gap) == ("optimal", 0.0)
-    warm = ilp_extract(egraph, roots, warm_start=greedy)
-    assert warm.cost == optimum and (warm.status, warm.gap) == ("optimal", 0.0)
+    for solver in "highs", "cp-sat":
+        warm = ilp_extract(egraph, roots, warm_start=greedy, solver=solver)
+        check(egraph, roots, warm)
+        assert warm.cost == optimum and (warm.status, warm.gap, warm.solver) == ("optimal", 0.0, solver)
 
 
 # --- the exact extractor's formulation ------------------------------------------------------------
@@ -246,16 +248,32 @@ def test_random_egraphs_against_brute_force(seed):
 
 def test_a_cycle_the_relaxation_prefers_is_cut_lazily():
     # without acyclicity, A = f(B), B = g(A) costs 0; cut off, the leaf 5 is the optimum
-    ilp = ilp_extract(CYCLE, ["A"])
+    ilp = ilp_extract(CYCLE, ["A"], solver="highs")
     assert ilp.choice == {"A": 1} and ilp.cost == 5 and ilp.status == "optimal" and ilp.cycle_cuts >= 1
-    # a longer cycle through four classes, each with an expensive way out, and a shortcut inside
-    ring = {c: [N(0, (n,)), N(10 + k)] for k, (c, n) in enumerate(zip("ABCD", "BCDA"))}
-    ring["C"].append(N(1, ("A", "E")))
-    ring["E"] = [N(2)]
-    ilp = ilp_extract(ring, ["A"])
+    ring = ring_egraph()
+    ilp = ilp_extract(ring, ["A"], solver="highs")
     assert ilp.cycle_cuts >= 1 and ilp.status == "optimal"
     assert ilp.cost == brute_force(ring, ["A"]) == 10
     assert ilp_extract(DIAMOND, ["X"]).cycle_cuts == 0
+
+
+def ring_egraph():
+    """A cycle through four classes, each with an expensive way out, and a shortcut inside."""
+    ring = {c: [N(0, (n,)), N(10 + k)] for k, (c, n) in enumerate(zip("ABCD", "BCDA"))}
+    ring["C"].append(N(1, ("A", "E")))
+    ring["E"] = [N(2)]
+    return ring
+
+
+def test_on_a_cyclic_e_graph_cp_sat_is_chosen_and_needs_no_cut():
+    for egraph, roots, optimum in (CYCLE, ["A"], 5), (ring_egraph(), ["A"], 10), (CYCLE, ["A", "B"], 5):
+        exact = ilp_extract(egraph, roots)
+        assert (exact.solver, exact.cycle_cuts, exact.status, exact.gap) == ("cp-sat", 0, "optimal", 0.0)
+        assert exact.cost == optimum == brute_force(egraph, roots)
+        assert exact.choice == ilp_extract(egraph, roots, solver="highs").choice
+    assert ilp_extract(DIAMOND, ["X"]).solver == "highs"  # no cycle: HiGHS
+    with pytest.raises(ValueError, match="unknown solver 'cplex'"):
+        ilp_extract(DIAMOND, ["X"], solver="cplex")
 
 
 def ac_sum_egraph(k: int):
