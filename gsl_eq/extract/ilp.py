@@ -160,7 +160,8 @@ def ilp_candidates(
     # told to finish a little early, so that its answer arrives before the deadline
     solved = run_bounded(lambda: _solve(egraph, roots, fallback, deadline - 0.1 * time_limit, k, solver),
                          deadline - time.perf_counter())
-    used_solver, outcomes = solved if solved is not None else (solver, [(None, "time limit", None, None)])
+    used_solver, outcomes = solved if solved is not None else (
+        "" if solver == "auto" else solver, [(None, "time limit", None, None)])
     classes = list(egraph)
 
     def extraction(choice: Mapping[Hashable, int], status: str, lower_bound: float | None,
