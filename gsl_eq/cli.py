@@ -247,7 +247,7 @@ def details_table(r: OptimizeReport) -> Table:
     if r.mode == "saturate":
         gap = "n/a" if r.gap is None else f"{r.gap:.2%}"
         rows += [("e-graph", f"{r.enodes} e-nodes, {r.eclasses} e-classes, {len(r.iterations)} iterations"),
-                 ("extractor", f"{r.extractor} ({r.extraction_status}, gap {gap})")]
+                 ("extractor", f"{r.extractor_label()} ({r.extraction_status}, gap {gap})")]
         if r.time_limit is not None and r.extraction_budget is not None:
             rows.append(("time budget", f"{r.time_limit:g} s, {r.extraction_budget:.2f} s of it left for extraction"))
     rejected = "; ".join(f"{rule}: " + ", ".join(f"{why} x{n}" for why, n in reasons.items())

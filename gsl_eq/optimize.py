@@ -115,6 +115,7 @@ class OptimizeReport:
     cost_unit: str = "s"
     extractor: str | None = None
     extraction_status: str | None = None
+    solver: str | None = None  # the exact extractor's: "highs", or "cp-sat" on a cyclic e-graph
     gap: float | None = None
     extracted_cost: float | None = None  # the chosen graph's cost in the e-graph (folded computations free)
     greedy_dag_cost: float | None = None  # the greedy DAG extractor's, which warm-starts the ILP
@@ -139,6 +140,10 @@ class OptimizeReport:
         """``cost_before / cost_after``."""
         return speedup(self.cost_before, self.cost_after)
 
+    def extractor_label(self) -> str:
+        """The extractor, with the solver that ran it: ``"ilp via cp-sat"``."""
+        return f"{self.extractor} via {self.solver}" if self.solver else str(self.extractor)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -162,7 +167,7 @@ class OptimizeReport:
         if self.mode == "saturate":
             rows += [("e-graph", f"{self.enodes} e-nodes, {self.eclasses} e-classes, {len(self.iterations)} iterations"),
                      ("stop reason", str(self.stop_reason)),
-                     ("extractor", f"{self.extractor} ({self.extraction_status}, gap {_fmt_gap(self.gap)})"),
+                     ("extractor", f"{self.extractor_label()} ({self.extraction_status}, gap {_fmt_gap(self.gap)})"),
                      ("time budget", f"{self.time_limit:g} s, {self.extraction_budget:.2f} s of it left for extraction")]
         done = "e-graph applications" if self.mode == "saturate" else "rewrites done"
         rows += [("rules used", ", ".join(self.rules_used) or
@@ -489,6 +494,7 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
         chosen, *next_best = _extract(extractor, egraph, root_classes, deadline - attribution,
                                       ilp_time_limit, report, k=alternatives + 1 if alternatives > 1 else 1)
         report.extraction_status, report.gap, report.extracted_cost = chosen.status, chosen.gap, chosen.cost
+        report.solver = chosen.solver or None
         choice = chosen.choice
     graph = rebuild(runner, snap, choice)
     report.rules_used = _rule_names(rule_list, rules_used(runner, snap, choice))
