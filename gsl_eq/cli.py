@@ -54,7 +54,8 @@ RULE_SETS = {
 }
 DEMO_MODELS = {"bert_encoder": "12 BERT-style encoder layers", "inception_network": "an Inception-style CNN"}
 DEFAULTS = {"rules": "default", "cost": "roofline", "mode": "saturate", "extractor": "ilp", "node_limit": 50_000,
-            "iter_limit": 30, "time_limit": 60.0, "n": 24, "seed": 0, "select": "cost", "candidates": 4}
+            "iter_limit": 30, "time_limit": 60.0, "n": 24, "seed": 0, "select": "cost", "candidates": 4,
+            "cycles": "keep"}
 SPEEDUP = "speedup = before / after (>1 is faster)"
 
 
@@ -295,7 +296,7 @@ def run_optimize(console: Console, args: argparse.Namespace) -> int:
     result = optimize_with_progress(
         console, wl, rule_set(args.rules), args.mode, cost=args.cost, extractor=args.extractor,
         node_limit=args.node_limit, iter_limit=args.iter_limit, time_limit=args.time_limit, select=args.select,
-        candidates=args.candidates)
+        candidates=args.candidates, multi_iterations=args.multi_iterations, cycles=args.cycles)
     report = result.report
     stem = Path(args.model).stem
     table = results_table(report.cost_unit)
@@ -482,6 +483,12 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--time-limit", type=float, default=d["time_limit"], metavar="SECONDS",
                      help="seconds for the whole call but the final build; saturation leaves part of them to "
                           f"extraction (default: {d['time_limit']:g})")
+    opt.add_argument("--multi-iterations", type=int, default=None, metavar="K",
+                     help="search the rules with several source outputs (merges) in the first K iterations only, "
+                          "as TENSAT's iter_multi (TENSAT: 1; default: every iteration)")
+    opt.add_argument("--cycles", choices=("keep", "filter"), default=d["cycles"],
+                     help="keep: extraction forbids cyclic choices; filter: the e-nodes that would close a cycle "
+                          f"are left out, latest made first, as TENSAT does (default: {d['cycles']})")
     opt.add_argument("--select", choices=("cost", "measured"), default=d["select"],
                      help="cost: the cost model picks the result; measured: the input, the result and other "
                           "extractions are built with scheduled kernels (MetaSchedule samples, cached in "

@@ -27,6 +27,7 @@ import tvm
 
 from . import rules as library
 from .egraph import Iteration, Runner
+from .egraph.cycles import closing_cycles
 from .extract import COST_MODELS, CostModel, Measured, OpCount, Roofline, get_cost_model, graph_cost
 from .extract.choose import egglog_extract, priced, rebuild, roots, rules_used
 from .extract import Extraction, greedy_dag_extract, ilp_candidates, tree_extract
@@ -45,6 +46,9 @@ SELECTIONS = ("cost", "measured")
 #: The built-in cost models that build and time kernels: not used for extra candidates unless asked for.
 MEASURING = ("measured", "tvm")
 EXTRACTORS = ("ilp", "greedy", "tree", "egglog")
+#: What extraction does with the cycles of the e-graph: keep them (the exact extractor forbids
+#: cyclic choices) or filter them as TENSAT does (:func:`~gsl_eq.egraph.cycles.closing_cycles`).
+CYCLES = ("keep", "filter")
 
 #: The share of ``time_limit`` saturation leaves to extraction.
 EXTRACTION_SHARE = 0.2
@@ -125,6 +129,7 @@ class OptimizeReport:
     stop_reason: str | None = None
     enodes: int | None = None
     eclasses: int | None = None
+    left_out: int = 0  # e-nodes the cycle filter left out (cycles="filter")
     iterations: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     input_returned: bool = False  # the result did not cost less, or nothing was rewritten
@@ -165,7 +170,9 @@ class OptimizeReport:
             ("op calls before -> after", f"{self.calls_before} -> {self.calls_after}"),
         ]
         if self.mode == "saturate":
-            rows += [("e-graph", f"{self.enodes} e-nodes, {self.eclasses} e-classes, {len(self.iterations)} iterations"),
+            left_out = f"; {self.left_out} e-nodes that close cycles left out" if self.left_out else ""
+            rows += [("e-graph", f"{self.enodes} e-nodes, {self.eclasses} e-classes, {len(self.iterations)} iterations"
+                      + left_out),
                      ("stop reason", str(self.stop_reason)),
                      ("extractor", f"{self.extractor_label()} ({self.extraction_status}, gap {_fmt_gap(self.gap)})"),
                      ("time budget", f"{self.time_limit:g} s, {self.extraction_budget:.2f} s of it left for extraction")]
@@ -240,6 +247,8 @@ def optimize(
     select: str = "cost",
     candidates: int = 4,
     schedules: "ScheduleDatabase | None" = None,
+    multi_iterations: int | None = None,
+    cycles: str = "keep",
 ) -> OptimizeResult:
     """Optimize a workload (or a bare IRModule) with GSL ``rules`` (default: :func:`gsl_eq.rules.default`).
 
@@ -250,6 +259,16 @@ def optimize(
     (``"ilp"``, ``"greedy"`` for the greedy DAG extractor, ``"tree"``, ``"egglog"``).
     ``mode="greedy"`` runs GSL's destructive matcher, rules in the given order
     (``order``: a permutation of rule indices or names). The input is never changed.
+
+    TENSAT's two settings that keep its e-graphs small and acyclic: ``multi_iterations=k``
+    searches the rules with several source outputs (merges) in the first ``k`` iterations
+    only (TENSAT's ``iter_multi``, 1 in its published runs; default: every iteration), and
+    ``cycles="filter"`` has extraction leave out the e-nodes that would close a cycle, latest
+    made first (TENSAT's cycle filter; ``report.left_out`` counts them). The exact extractor
+    then sees an acyclic e-graph, which it solves far faster, at the price of the terms only
+    the cycles reach (default ``"keep"``: cycles are forbidden in the extraction instead)::
+
+        optimize(wl, rules.tensat(), node_limit=50_000, iter_limit=15, multi_iterations=1, cycles="filter")
 
     In saturate mode ``time_limit`` bounds the whole call but the final build (folding
     the parameters of the result): folding the input, compiling the rules, loading,
@@ -299,6 +318,10 @@ def optimize(
     if select not in SELECTIONS:
         raise ValueError(f"unknown select {select!r}; choose one of {', '.join(SELECTIONS)}")
     candidates = check_count("candidates", candidates)
+    if multi_iterations is not None:
+        multi_iterations = check_count("multi_iterations", multi_iterations)
+    if cycles not in CYCLES:
+        raise ValueError(f"unknown cycles {cycles!r}; choose one of {', '.join(CYCLES)}")
     model = _cost_model(cost, schedules)
     rule_list = _ordered(_rule_list(library.default() if rules is None else rules), order)
     wl = as_workload(mod_or_workload).fold_params()
@@ -323,7 +346,7 @@ def optimize(
     else:
         out, others = _saturate(wl, rule_list, model, extractor, node_limit, iter_limit, start + time_limit,
                                 time_limit, ilp_time_limit, on_iteration, report,
-                                candidates if select == "measured" else 0)
+                                candidates if select == "measured" else 0, multi_iterations, cycles)
     report.cost_after, report.calls_after = graph_cost(out.graph, model), _calls(out.graph)
     result_option = Alternative("result", out, report.rules_used)
     # Saturate mode changes the module only for a gain: among equal-cost choices the extractor's pick is arbitrary.
@@ -459,7 +482,8 @@ def _select_measured(wl: Workload, found: Iterable[Alternative], candidates: int
 def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor: str, node_limit: int,
               iter_limit: int, deadline: float, time_limit: float, ilp_time_limit: float,
               on_iteration: Callable[[Iteration], None] | None, report: OptimizeReport,
-              alternatives: int = 0) -> tuple[Workload, Iterator[Alternative]]:
+              alternatives: int = 0, multi_iterations: int | None = None,
+              cycles: str = "keep") -> tuple[Workload, Iterator[Alternative]]:
     """Saturation, extraction and rebuilding, filling ``report``; returns the extracted workload and
     the other extractions, rebuilt one by one as they are asked for: the ILP's next cheapest
     distinct ones under the run's cost model (with ``extractor="ilp"``; ``alternatives`` > 1 has
@@ -469,7 +493,8 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     timings = report.timings
     runner = Runner(wl.graph, rule_list, node_limit=node_limit, iter_limit=iter_limit, time_limit=time_limit,
                     on_iteration=on_iteration, params=wl.params,
-                    extraction_reserve=EXTRACTION_SECONDS_PER_ENODE + ATTRIBUTION_SECONDS_PER_ENODE)
+                    extraction_reserve=EXTRACTION_SECONDS_PER_ENODE + ATTRIBUTION_SECONDS_PER_ENODE,
+                    multi_iterations=multi_iterations)
     timings["compile"], timings["load"] = runner.report.compile_time, runner.report.load_time
     run = runner.run(deadline=deadline - EXTRACTION_SHARE * time_limit)
     timings["saturate"] = run.total_time
@@ -483,11 +508,17 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     report.enodes, report.eclasses = snap.num_enodes, len(snap.classes)
     report.extractor = extractor
     root_classes = roots(runner, snap)
+    left_out = closing_cycles(snap.classes, root_classes) if cycles == "filter" and extractor != "egglog" else set()
+    if left_out is None:
+        report.notes.append("cycle filter: leaving out the e-nodes that close cycles would leave an output "
+                            "without a term; the cycles are kept")
+        left_out = set()
+    report.left_out = len(left_out)
     if extractor == "egglog":
         choice, next_best = egglog_extract(runner, snap), []
         report.extraction_status = "tree cost, every e-node 1"
     else:
-        egraph = priced(runner.egraph, snap, model)
+        egraph = priced(runner.egraph, snap, model, left_out=left_out)
         attribution = ATTRIBUTION_SECONDS_PER_ENODE * snap.num_enodes
         # The ILP's next best are measured candidates too. Of the ``alternatives`` the input takes one:
         # ask for two more, as some may rebuild into graphs structurally equal to the input or another.
@@ -521,7 +552,8 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
 
         def greedy_choices() -> Iterator[tuple[str, dict]]:
             for name in dict.fromkeys([model.name, *(m for m in COST_MODELS if m not in MEASURING)]):
-                priced_egraph = egraph if name == model.name else priced(runner.egraph, snap, get_cost_model(name))
+                priced_egraph = (egraph if name == model.name else
+                                 priced(runner.egraph, snap, get_cost_model(name), left_out=left_out))
                 yield f"greedy DAG under {name}", greedy_dag_extract(priced_egraph, root_classes).choice
 
         for label, picked in itertools.chain(ilp_choices(), greedy_choices()):

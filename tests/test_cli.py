@@ -137,6 +137,16 @@ def test_optimize_writes_a_module_tvm_parses_back_and_a_json_report(tmp_path, ca
     check_clean(out)
 
 
+def test_optimize_with_tensats_saturation_settings(tmp_path, capsys):
+    report = tmp_path / "report.json"
+    args = ["optimize", "inception_block", "-o", str(tmp_path / "out.py"), "--report", str(report),
+            "--multi-iterations", "1", "--cycles", "filter", "--check"]
+    assert main(args) == 0
+    data = json.loads(report.read_text())
+    assert data["cost_after"] < data["cost_before"] and data["left_out"] >= 0
+    assert "max |diff| = 0.0e+00" in capsys.readouterr().out
+
+
 def test_optimize_reads_a_python_file_defining_a_module(tmp_path, capsys):
     source = tmp_path / "model.py"
     source.write_text(

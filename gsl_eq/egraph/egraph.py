@@ -82,6 +82,14 @@ PRELUDE = """
 (ruleset clear)
 (rule ((= e (Const c))) ((set (num e) {const})) :ruleset number)
 (rule ((= e (GetItem i t)) (= n (num t))) ((set (num e) {getitem})) :ruleset number)
+(function Now () i64 :merge new)
+(ruleset birth)
+(function Born_Var (String) i64 :merge (min old new))
+(rule ((= e (Var v)) (= now (Now))) ((set (Born_Var v) now)) :ruleset birth)
+(function Born_Const (i64) i64 :merge (min old new))
+(rule ((= e (Const c)) (= now (Now))) ((set (Born_Const c) now)) :ruleset birth)
+(function Born_GetItem (i64 Expr) i64 :merge (min old new))
+(rule ((= e (GetItem i t)) (= now (Now))) ((set (Born_GetItem i t) now)) :ruleset birth)
 """
 
 #: E-class hashes lie in [0, HASH_MODULUS): a prime below 2**30, so that
@@ -167,6 +175,8 @@ class ENode:
     name: str | None
     children: tuple[Any, ...]
     form: int = -1  # interned Form (calls, tuples, projections); -1 otherwise
+    #: The iteration after which it was first seen (0: loaded; see :meth:`EGraph.stamp`); -1 if never stamped.
+    born: int = field(default=-1, compare=False)
 
     @property
     def key(self) -> tuple[str, Any, tuple[Any, ...]]:
@@ -216,13 +226,20 @@ class EGraph:
             self.run(f"(constructor {name} (i64 {' '.join(['Expr'] * arity)}) Expr)\n"
                      f"(relation {want_relation(name)} (i64 {' '.join(['Expr'] * arity)} i64))\n"
                      f"(rule ({facts}) ((Foldable e)) :ruleset fold)\n"
-                     f"(rule ((= e {term}) {hashes}) ((set (num e) {number})) :ruleset number)")
+                     f"(rule ((= e {term}) {hashes}) ((set (num e) {number})) :ruleset number)\n"
+                     f"(function Born_{name} (i64 {' '.join(['Expr'] * arity)}) i64 :merge (min old new))\n"
+                     f"(rule ((= e {term}) (= now (Now))) ((set (Born_{name} a {' '.join(children)}) now))"
+                     " :ruleset birth)")
             self.constructors[name] = (kind, op, arity)
         return name
 
     def fold(self) -> None:
         """Bring ``Foldable`` up to date with the e-graph."""
         self.run("(run-schedule (saturate (run fold)))")
+
+    def stamp(self, iteration: int) -> None:
+        """Record ``iteration`` as the birth of every e-node that has none yet (see :attr:`ENode.born`)."""
+        self.run(f"(set (Now) {iteration})\n(run birth 1)")
 
     def type_id(self, ty: Type) -> int:
         return self.types(ty)
@@ -330,6 +347,8 @@ class EGraph:
         handles: dict[int, Any] = {}
         types: dict[Any, int] = {}
         foldable: set[Any] = set()
+        births = {fname.removeprefix("Born_"): {tuple(row.inputs): value(row.output) for row in function.rows}
+                  for fname, function in frozen.functions.items() if fname.startswith("Born_")}
         for fname, function in frozen.functions.items():
             rows = [row for row in function.rows if not row.subsumed]
             if fname == "Foldable":
@@ -339,21 +358,25 @@ class EGraph:
             elif fname == "Var":
                 for row in rows:
                     name = self.egg.value_to_string(row.inputs[0])
-                    classes.setdefault(row.output, []).append(ENode(Kind.VAR, None, -1, name, ()))
+                    classes.setdefault(row.output, []).append(
+                        ENode(Kind.VAR, None, -1, name, (), born=births["Var"].get(tuple(row.inputs), -1)))
                     types[row.output] = self.var_types[name]
             elif fname == "Const":
                 for row in rows:
                     const = value(row.inputs[0])
-                    classes.setdefault(row.output, []).append(ENode(Kind.CONST, None, const, None, ()))
+                    classes.setdefault(row.output, []).append(
+                        ENode(Kind.CONST, None, const, None, (), born=births["Const"].get(tuple(row.inputs), -1)))
                     types[row.output] = self.const_type(const)
             elif fname == "GetItem" or fname in self.constructors:
                 kind, op, _ = self.constructors.get(fname, (Kind.GETITEM, None, 1))
+                born = births.get(fname, {})
                 for row in rows:
                     literal = value(row.inputs[0])
                     form = self.forms[literal]
                     payload = -1 if form.payload is None else form.payload
                     classes.setdefault(row.output, []).append(
-                        ENode(kind, op, payload, None, tuple(row.inputs[1:]), literal))
+                        ENode(kind, op, payload, None, tuple(row.inputs[1:]), literal,
+                              born.get(tuple(row.inputs), -1)))
                     types[row.output] = form.type
         loaded: dict[tuple[str, Any, tuple[Any, ...]], list[int]] = {}
         for h, (ctor, literal, children) in enumerate(self.loaded):

@@ -172,7 +172,10 @@ class Runner:
     iterations only (TENSAT's ``iter_multi``, 1 by default there too), at most
     about its limit of new pairs each (:meth:`_pair`), and only at loaded nodes
     neither of which reads the other: its pairs grow with the square of its
-    matches; part matches not paired by then are left out. ``fast=False`` makes every
+    matches; part matches not paired by then are left out. With ``multi_iterations``
+    every rule with several source outputs is searched in that many first iterations
+    only (TENSAT's ``iter_multi`` for all of them; the run is saturated when the other
+    rules are). ``fast=False`` makes every
     iteration controlled (see the module docstring); fast iterations also end once pushing the
     e-graph takes more than ``push_worth`` times as long as applying the matches (``math.inf``:
     never for that reason, whatever the clock says).
@@ -187,7 +190,7 @@ class Runner:
                  ban_length: int = 5, max_variadic: int = MAX_VARIADIC,
                  on_iteration: Callable[[Iteration], None] | None = None, params: Collection[str] = (),
                  extraction_reserve: float = 0.0, pair_iterations: int = 1, fast: bool = True,
-                 push_worth: float = PUSH_WORTH):
+                 push_worth: float = PUSH_WORTH, multi_iterations: int | None = None):
         start = time.perf_counter()
         self.egraph = EGraph()
         self.graph = graph
@@ -205,8 +208,10 @@ class Runner:
         self.time_limit = check_seconds("time_limit", time_limit)
         self.extraction_reserve = extraction_reserve
         self.pair_iterations = check_count("pair_iterations", pair_iterations)
+        if multi_iterations is not None:
+            multi_iterations = check_count("multi_iterations", multi_iterations)
         self.scheduler = Scheduler([any(q.multi_output for q in qs) for qs in self.queries],
-                                   match_limit, multi_match_limit, ban_length)
+                                   match_limit, multi_match_limit, ban_length, multi_iterations)
         self.backlog = [0] * len(self.rules)
         self.push_worth = push_worth
         self.fast = fast  # until a fast iteration is refused or not worth its copy (then every one is controlled)
@@ -223,6 +228,8 @@ class Runner:
         """Saturate until a limit; ``deadline`` (a ``time.perf_counter()`` value) overrides ``time_limit``."""
         self.deadline = time.perf_counter() + self.time_limit if deadline is None else deadline
         size = self.egraph.size()
+        if not self.report.iterations:
+            self.egraph.stamp(0)
         while True:
             n = len(self.report.iterations)
             if n >= self.iter_limit:
@@ -230,6 +237,7 @@ class Runner:
             if n and time.perf_counter() + self._predicted_time(size) > self.deadline:
                 return self._stop(StopReason.TIME_LIMIT)
             iteration, reason = self._iterate(n)
+            self.egraph.stamp(n + 1)
             self.report.iterations.append(iteration)
             size = iteration.enodes
             if self.on_iteration is not None:
@@ -295,7 +303,7 @@ class Runner:
         if reason is None and enodes >= self.node_limit:
             reason = StopReason.NODE_LIMIT
         if reason is None and not (search.updated or apply.updated):
-            if not any(self.backlog) and not self._unpaired(sizes, n + 1) and len(searched) == len(self.rules):
+            if not any(self.backlog) and not self._unpaired(sizes, n + 1) and len(searched) == self.scheduler.active(n):
                 reason = StopReason.SATURATED
             elif self.scheduler.any_banned(n + 1):  # nothing else changes: lift the bans early (egg does the same)
                 self.scheduler.lift_bans()
@@ -354,7 +362,7 @@ class Runner:
         # no rule is banned while iterations are fast: a rule past its limit ends them
         if enodes >= self.node_limit:
             return iteration, StopReason.NODE_LIMIT
-        return iteration, None if counts.updated or len(searched) < len(self.rules) else StopReason.SATURATED
+        return iteration, None if counts.updated or len(searched) < self.scheduler.active(n) else StopReason.SATURATED
 
     def _end_fast(self) -> None:
         """Make every later iteration controlled."""

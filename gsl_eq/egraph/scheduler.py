@@ -9,6 +9,9 @@ egg's ``BackoffScheduler`` with worklists, where the budget bounds what is
 * a rule whose search finds more new matches than its limit is banned for
   ``ban_length << times_banned`` iterations: neither searched nor applied. Its
   matches wait in its worklist;
+* with ``multi_iterations``, a rule with several source outputs is searched in the
+  first ``multi_iterations`` iterations only (TENSAT's ``iter_multi``): merges of
+  merges are what make its e-graphs explode; the matches it found by then still apply;
 * outside a ban, a rule applies at most its limit per iteration (fewer when the
   runner's node or time budget is short) and is searched only while its worklist
   is below its limit. So a ban ends without releasing the backlog at once (egglog's
@@ -56,9 +59,19 @@ class Scheduler:
     """
 
     def __init__(self, multi_output: Sequence[bool], match_limit: int = 1000, multi_match_limit: int = 100,
-                 ban_length: int = 5):
+                 ban_length: int = 5, multi_iterations: int | None = None):
         self.rules = [RuleSchedule(multi_match_limit if multi else match_limit) for multi in multi_output]
+        self.multi_output = list(multi_output)
         self.ban_length = ban_length
+        self.multi_iterations = multi_iterations
+
+    def retired(self, k: int, iteration: int) -> bool:
+        """Whether rule ``k`` is searched no more (a multi-output rule past ``multi_iterations``)."""
+        return self.multi_output[k] and self.multi_iterations is not None and iteration >= self.multi_iterations
+
+    def active(self, iteration: int) -> int:
+        """How many rules may still be searched in ``iteration``."""
+        return sum(not self.retired(k, iteration) for k in range(len(self.rules)))
 
     def limit(self, k: int) -> int:
         """How many matches rule ``k`` may apply in one iteration."""
@@ -68,8 +81,8 @@ class Scheduler:
         return iteration < self.rules[k].banned_until
 
     def should_search(self, k: int, iteration: int, backlog: int) -> bool:
-        """Search rule ``k`` unless it is banned or its worklist already fills its budget."""
-        return not self.banned(k, iteration) and backlog < self.limit(k)
+        """Search rule ``k`` unless it is retired, banned or its worklist already fills its budget."""
+        return not self.retired(k, iteration) and not self.banned(k, iteration) and backlog < self.limit(k)
 
     def after_search(self, k: int, iteration: int, found: int) -> bool:
         """Ban rule ``k`` if its search found more matches than its limit; True if it did."""

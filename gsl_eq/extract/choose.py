@@ -24,7 +24,8 @@ from .cost import CostModel
 from .extractors import ENodeCost, ExtractGraph, ExtractionError
 
 
-def priced(eg: EGraph, snap: Snapshot, model: CostModel, check_builds: bool = True) -> ExtractGraph:
+def priced(eg: EGraph, snap: Snapshot, model: CostModel, check_builds: bool = True,
+           left_out: Collection[tuple[Hashable, int]] = ()) -> ExtractGraph:
     """The e-graph as extractors see it: e-class -> [ENodeCost(cost, child e-classes)], in snapshot order.
 
     A call computed from the parameters and constants alone costs nothing: it is folded into
@@ -32,19 +33,20 @@ def priced(eg: EGraph, snap: Snapshot, model: CostModel, check_builds: bool = Tr
     (:func:`~gsl_eq.extract.buildable.unbuildable`; with ``check_builds``) stays a computation
     and costs what the model says, and so does every call reading it: an equal form TVM can
     build wins on cost. In an e-class that folds, the e-nodes that read runtime inputs are
-    never chosen, so what is free is really folded.
+    never chosen, so what is free is really folded. The e-nodes in ``left_out`` (e-class, index)
+    cost infinity: no extractor chooses them (the cycle filter's, :mod:`gsl_eq.egraph.cycles`).
     """
     folds, unbuildable_calls = _folding(eg, snap, check_builds)
     memo: dict[tuple, float] = {}
     out: dict[Hashable, list[ENodeCost]] = {}
     for cls, enodes in snap.classes.items():
         row = out[cls] = []
-        for e in enodes:
+        for i, e in enumerate(enodes):
             cost = 0.0
             param_only = e.name in eg.params if e.kind is Kind.VAR else all(c in snap.foldable for c in e.children)
             free = param_only and (e.kind is Kind.VAR or all(c in folds for c in e.children) and
                                    _signature(eg, snap, cls, e) not in unbuildable_calls)
-            if cls in folds and not param_only:
+            if cls in folds and not param_only or (cls, i) in left_out:
                 cost = math.inf
             elif e.kind is Kind.CALL and not free:
                 key = (e.op, e.attrs, tuple(snap.types[c] for c in e.children), snap.types[cls])

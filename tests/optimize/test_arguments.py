@@ -40,6 +40,7 @@ def test_a_single_rule_or_a_workload_as_rules(wl):
     (dict(time_limit=-1.0), "time_limit must be a positive, finite number of seconds; got the float -1.0"),
     (dict(time_limit=float("nan")), "time_limit must be a positive, finite number of seconds; got the float nan"),
     (dict(ilp_time_limit=float("inf")), "ilp_time_limit must be a positive, finite number of seconds; got the float inf"),
+    (dict(multi_iterations=0), "multi_iterations must be a positive integer; got the int 0"),
 ])
 @pytest.mark.parametrize("mode", ["saturate", "greedy"])
 def test_limits_are_validated(wl, limits, message, mode):
@@ -66,3 +67,8 @@ def test_two_rules_with_one_explicit_name_are_refused(wl):
     b = Subst(op.Sigmoid(op.Sigmoid(x)), op.Sigmoid(x), name="twice")
     with pytest.raises(ValueError, match=r"rules must have distinct names; more than one rule is named 'twice'"):
         optimize(wl, [a, b])
+
+
+def test_cycles_is_keep_or_filter(wl):
+    with pytest.raises(ValueError, match=r"unknown cycles 'drop'; choose one of keep, filter"):
+        optimize(wl, rules.default(), cycles="drop")
