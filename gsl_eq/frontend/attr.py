@@ -156,9 +156,7 @@ def to_attr(value: Any, loc: Loc | None = None) -> AttrExpr:
         return Const(value, loc)
     if isinstance(value, np.generic):
         return Const(value.item(), loc)
-    from .pat import Pattern
-
-    if isinstance(value, Pattern):
+    if getattr(type(value), "is_pattern", False) is True:  # a pat.Pattern (pat imports attr, not the reverse)
         raise InvalidOperandError(
             f"pattern {value!r} is used where an attribute expression is expected; read one of its attributes (p.shape, p.axis, ...)",
             loc,

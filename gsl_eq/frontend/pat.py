@@ -49,6 +49,7 @@ class Pattern:
 
     __slots__ = ("loc", "inputs", "attrs", "free")
     kind: ClassVar[str] = "Pattern"
+    is_pattern: ClassVar[bool] = True  # how attr.to_attr knows one without importing this module
 
     def __init__(self, inputs: Iterable[Pattern], attrs: Mapping[str, Any], loc: Loc):
         self.loc = loc

@@ -15,8 +15,8 @@ expressions worth memoizing.
 from __future__ import annotations
 
 import collections
-
-from typing import TYPE_CHECKING, Any, Sequence
+import importlib
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import attr as A
 from . import check
@@ -26,6 +26,17 @@ from .pattern_graph import PatternGraph
 
 if TYPE_CHECKING:
     from ..workload import Workload
+
+#: How ``rule(wl)`` runs: registered by an executor (:func:`register_executor`). The language
+#: depends on none; when none is registered yet, the default one is loaded by this name.
+DEFAULT_EXECUTOR = "gsl_eq.greedy"
+_executor: list[Callable[["Subst", "Workload", bool], "Workload"]] = []
+
+
+def register_executor(apply: Callable[["Subst", "Workload", bool], "Workload"]) -> None:
+    """Make ``apply(rule, wl, fold_params)`` what calling a rule on a workload does (greedy mode registers
+    its rewriter when imported)."""
+    _executor[:] = [apply]
 
 
 class Subst:
@@ -112,9 +123,9 @@ class Subst:
         With ``fold_params``, computations on parameters only are then folded
         into new parameters (``v_param_1``, ...), as in GSL.
         """
-        from ..greedy import rewrite  # the executor is chosen at run time; the language does not depend on it
-
-        return rewrite(wl, self, fold_params=fold_params)[0]
+        if not _executor:
+            importlib.import_module(DEFAULT_EXECUTOR)
+        return _executor[0](self, wl, fold_params)
 
     def _default_name(self) -> str:
         line = f"{self.loc.filename.rsplit('/', 1)[-1]}:{self.loc.lineno}"

@@ -1,0 +1,86 @@
+"""Data flows one way: each package of gsl_eq imports only the packages before it in the pipeline,
+and no two modules import each other (imports for type checking only are not counted)."""
+
+import ast
+from pathlib import Path
+
+import gsl_eq
+
+ROOT = Path(gsl_eq.__file__).parent
+#: The pipeline, first to last: a package may import the ones before it. The language (frontend)
+#: comes before every executor; saturate mode (egraph) reuses greedy mode's matcher and builder.
+LAYERS = ["errors", "limits", "disk_cache", "graph", "workload", "models", "frontend", "rules", "greedy",
+          "soundness", "egraph", "schedule_db", "extract", "verify", "selection", "optimize", "orderings", "cli"]
+
+
+def module_name(path: Path) -> tuple[str, ...]:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def imports(path: Path) -> set[tuple[str, ...]]:
+    """The gsl_eq modules (dotted parts below gsl_eq) ``path`` imports at run time, wherever in it."""
+    tree = ast.parse(path.read_text())
+    type_only = {id(node) for branch in ast.walk(tree)
+                 if isinstance(branch, ast.If) and "TYPE_CHECKING" in ast.unparse(branch.test)
+                 for node in ast.walk(branch)}
+    here = module_name(path)
+    package = here if path.name == "__init__.py" else here[:-1]
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[:len(package) - (node.level - 1)]
+            target = base + tuple(node.module.split(".")) if node.module else base
+            found |= {target + (alias.name,) for alias in node.names} if not node.module else {target}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [node.module] if isinstance(node, ast.ImportFrom) else [alias.name for alias in node.names]
+            found |= {tuple(name.split(".")[1:]) for name in names if name and name.split(".")[0] == "gsl_eq"}
+    return {target for target in found if target and target != here}
+
+
+MODULES = {module_name(path): imports(path) for path in ROOT.rglob("*.py") if path.name != "__init__.py"
+           or path.parent != ROOT}
+
+
+def test_every_package_is_in_the_pipeline():
+    top = {name[0] for name in MODULES}
+    assert top <= set(LAYERS), f"place {sorted(top - set(LAYERS))} in LAYERS"
+
+
+def test_each_package_imports_only_packages_before_it():
+    wrong = sorted(f"{'.'.join(module)} imports gsl_eq.{'.'.join(target)}"
+                   for module, targets in MODULES.items() for target in targets
+                   if target[0] in LAYERS and LAYERS.index(target[0]) > LAYERS.index(module[0]))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_language_imports_no_executor():
+    frontend = {target[0] for module, targets in MODULES.items() if module[0] == "frontend" for target in targets}
+    assert not frontend & {"greedy", "egraph", "extract", "optimize"}
+
+
+def test_no_two_modules_import_each_other():
+    def resolve(target: tuple[str, ...]) -> tuple[str, ...]:  # "from . import attr" names a module; a class is in one
+        while target and target not in MODULES:
+            target = target[:-1]
+        return target
+
+    edges = {module: {resolve(t) for t in targets} - {()} for module, targets in MODULES.items()}
+    cycles = []
+    state: dict = {}
+
+    def visit(module, path):
+        state[module] = "open"
+        for target in sorted(edges.get(module, ())):
+            if state.get(target) == "open":
+                cycles.append(" -> ".join(".".join(m) for m in path[path.index(target):] + [target]))
+            elif target not in state:
+                visit(target, path + [target])
+        state[module] = "done"
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, "\n".join(cycles)
