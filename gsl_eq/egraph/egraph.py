@@ -43,7 +43,7 @@ import functools
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Any, Collection, Hashable, Mapping
+from typing import Any, Collection, Hashable
 
 import numpy as np
 from egglog import bindings as egg
@@ -209,7 +209,7 @@ class EGraph:
         self.handles = 0
         #: The e-node of each loaded node, by handle: constructor, literal, handles of its children.
         self.loaded: list[tuple[str, Any, tuple[int, ...]]] = []
-        self._attributed = 0  # (Chosen i) handles given by attribute() so far
+        self.attributed = 0  # (Chosen i) handles given by attribution.attribute() so far
 
     def run(self, program: str) -> list[Any]:
         """Run egglog program text (declarations, rules, schedules)."""
@@ -269,7 +269,7 @@ class EGraph:
             k = handle[node] = self.handles
             self.handles += 1
             name, literal = self._head(node)
-            term = _call(name, egg.Lit(SPAN, egg.String(literal)) if node.kind is Kind.VAR else int_literal(literal),
+            term = call(name, egg.Lit(SPAN, egg.String(literal)) if node.kind is Kind.VAR else int_literal(literal),
                          *(int_call("Id", handle[i]) for i in node.inputs))
             self.loaded.append((name, literal, tuple(handle[i] for i in node.inputs)))
             if node.kind is not Kind.VAR:
@@ -277,7 +277,7 @@ class EGraph:
             commands.append(egg.ActionCommand(egg.Union(SPAN, int_call("Id", k), term)))
             commands.append(egg.ActionCommand(egg.Set(SPAN, "num", [int_call("Id", k)], int_literal(scramble(k)))))
             if node.kind is Kind.VAR and node.name in self.params:
-                commands.append(egg.ActionCommand(egg.Expr_(SPAN, _call("Foldable", int_call("Id", k)))))
+                commands.append(egg.ActionCommand(egg.Expr_(SPAN, call("Foldable", int_call("Id", k)))))
         self.egg.run_program(*commands)
         self.fold()
         return handle
@@ -314,9 +314,9 @@ class EGraph:
             if not below[b] >> position[a] & 1:  # a comes first, so it cannot read b
                 pairable |= {a, b}
                 for x, y in ((a, b), (b, a)):
-                    commands.append(egg.ActionCommand(egg.Expr_(SPAN, _call("Apart", int_call("Id", handle[x]), int_call("Id", handle[y])))))
+                    commands.append(egg.ActionCommand(egg.Expr_(SPAN, call("Apart", int_call("Id", handle[x]), int_call("Id", handle[y])))))
         pairs = len(commands)
-        commands += [egg.ActionCommand(egg.Expr_(SPAN, _call("Pairable", int_call("Id", handle[n])))) for n in pairable]
+        commands += [egg.ActionCommand(egg.Expr_(SPAN, call("Pairable", int_call("Id", handle[n])))) for n in pairable]
         if commands:
             self.egg.run_program(*commands)
         return pairs
@@ -385,57 +385,6 @@ class EGraph:
                         Provenance(loaded))
 
 
-    def attribute(self, snap: "Snapshot", choice: Mapping[Any, int], classes: Collection[Any]) -> Attribution:
-        """Which rules build the chosen e-node of each of ``classes`` and every e-class it reads,
-        transitively (``choice``: e-class of ``snap`` -> index of its chosen e-node), and which
-        union a matched node into them. The e-graph must not have changed since ``snap``.
-
-        The ``provenance`` rules (:mod:`.compile`) run once, joined with the chosen e-nodes
-        only: a rule counts for an e-node when its source matches, under a key it accepted,
-        where its target builds that very e-node. Each chosen e-class gets a handle
-        ``(Chosen i)``, unioned with its chosen e-node (which exists: no e-node is added).
-        """
-        order: list[Any] = []
-        index: dict[Any, int] = {}
-        for root in classes:  # children before parents, iteratively: terms can be deep
-            stack = [(root, False)]
-            while stack:
-                cls, done = stack.pop()
-                if cls in index:
-                    continue
-                if done:
-                    index[cls] = len(order)
-                    order.append(cls)
-                    continue
-                stack.append((cls, True))
-                stack += [(c, False) for c in snap.classes[cls][choice[cls]].children if c not in index]
-        base = self._attributed  # earlier attributions' handles stay in the e-graph: number past them
-        self._attributed += len(order)
-        commands = []
-        for i, cls in enumerate(order):
-            e = snap.classes[cls][choice[cls]]
-            ctor, literal, children = e.key
-            lit = egg.Lit(SPAN, egg.String(literal)) if e.kind is Kind.VAR else int_literal(literal)
-            handles = [int_call("Chosen", base + index[c]) for c in children]
-            commands.append(egg.ActionCommand(egg.Union(SPAN, int_call("Chosen", base + i),
-                                                        _call(ctor, lit, *handles))))
-            wanted = [_call("WantClass", int_call("Chosen", base + i), int_literal(base + i))]
-            if e.kind is not Kind.VAR:
-                wanted.append(_call(want_relation(ctor), lit, *handles, int_literal(base + i)))
-            commands += [egg.ActionCommand(egg.Expr_(SPAN, fact)) for fact in wanted]
-        if commands:
-            self.egg.run_program(*commands)
-        self.run("(run provenance 1)")
-        found = Attribution()
-        for relation, table in (("BuiltChosen", found.built), ("MergedChosen", found.merged)):
-            (out,) = self.egg.run_program(egg.PrintFunction(SPAN, relation, None, None, egg.CSVPrintFunctionMode()))
-            for line in str(out).splitlines():
-                if line:
-                    i, k = (int(v) for v in line.split(",")[1:3])
-                    if i >= base:
-                        table.setdefault(order[i - base], set()).add(k)
-        return found
-
 @dataclass
 class Provenance:
     """Where the e-nodes of a snapshot come from: the loaded nodes (handles) each e-node is, by
@@ -447,16 +396,6 @@ class Provenance:
     def loaded_from(self, e: ENode) -> list[int]:
         """The handles of the loaded nodes ``e`` is the e-node of (none: rules created it)."""
         return self.loaded.get(e.key, [])
-
-
-@dataclass
-class Attribution:
-    """Per chosen e-class (:meth:`EGraph.attribute`): the indices of the rules whose targets build
-    its chosen e-node (``built``), and of those whose target is a matched node unioned into it
-    (``merged``: no e-node built)."""
-
-    built: dict[Any, set[int]] = field(default_factory=dict)
-    merged: dict[Any, set[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -482,8 +421,8 @@ def int_literal(v: int) -> Any:
 
 def int_call(name: str, v: int) -> Any:
     """``(name v)`` for an i64 ``v``, as a command object."""
-    return _call(name, int_literal(v))
+    return call(name, int_literal(v))
 
 
-def _call(name: str, *args: Any) -> Any:
+def call(name: str, *args: Any) -> Any:
     return egg.Call(SPAN, name, list(args))

@@ -12,7 +12,7 @@ kept as the baseline the other extractors are compared with.
 from __future__ import annotations
 
 import math
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any, Collection, Hashable, Mapping, Sequence
 
 from egglog import bindings as egg
 

@@ -1,0 +1,97 @@
+"""egglog calls under a deadline, and what they did.
+
+egglog cannot be stopped inside a call, so the runner never starts one predicted to end
+past its deadline (:meth:`EngineCalls._run` raises :class:`OutOfTime` instead): a call
+consuming worklist rows is predicted from the slowest rate per row seen so far, any other
+from the time the same kind of call took last. Its matches are counted per GSL rule from
+egglog's names for the rules it compiles (:mod:`.compile`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from egglog import bindings as egg
+
+from .egraph import SPAN, int_literal
+
+
+@dataclass
+class Counts:
+    """What a sequence of egglog runs did: matches per egglog rule, whether anything changed."""
+
+    matches: dict[str, int] = field(default_factory=dict)
+    updated: bool = False
+    rebuild: float = 0.0
+
+    def add(self, out: object) -> dict[str, int]:
+        """Count one egglog run; returns its matches per egglog rule."""
+        report = out.report  # type: ignore[attr-defined]
+        self.updated |= report.updated
+        self.rebuild += sum(r.total_seconds() for r in report.rebuild_time_per_ruleset.values())
+        for name, count in report.num_matches_per_rule.items():
+            self.matches[name] = self.matches.get(name, 0) + count
+        return report.num_matches_per_rule
+
+
+class OutOfTime(Exception):
+    """The deadline passed between two egglog calls."""
+
+
+class EngineCalls:
+    """The :class:`~.runner.Runner`'s egglog calls: reads ``egraph``, ``deadline``, ``rules`` and its
+    timing records ``_seconds_per_row`` and ``_last_time``."""
+
+    def _run(self, counts: Counts, rulesets: list[str], rows: int = 0) -> dict[str, int]:
+        """One egglog iteration of each of ``rulesets`` in turn (one egglog call), unless it is
+        predicted to end past the deadline; returns the matches per egglog rule. ``rows``: how
+        many worklist rows it consumes, when that is known.
+
+        egglog cannot be stopped inside a call, so each call's time is predicted: per row
+        consumed for the calls that consume worklists (the slowest rate seen so far), else the
+        time the same kind of call took last.
+        """
+        kind = rulesets[0].split("_")[0]
+        predicted = self._seconds_per_row.get(kind, 0.0) * rows if rows else self._last_time.get(kind, 0.0)
+        start = time.perf_counter()
+        if start + predicted > self.deadline:
+            raise OutOfTime
+        if len(rulesets) == 1:
+            (out,) = self.egraph.run(f"(run {rulesets[0]} 1)")
+        else:
+            (out,) = self.egraph.run(f"(run-schedule (seq {' '.join(f'(run {r})' for r in rulesets)}))")
+        took = time.perf_counter() - start
+        if rows >= 100:
+            self._seconds_per_row[kind] = max(self._seconds_per_row.get(kind, 0.0), took / rows)
+        self._last_time[kind] = took
+        return counts.add(out)
+
+    def _in_buckets(self, buckets: Iterable[int], counts: Counts, ruleset: str, rows: int = 0) -> dict[str, int]:
+        """Run ``ruleset`` (rules reading ``Open``) with ``buckets`` open; returns its matches per egglog rule."""
+        self.egraph.egg.run_program(*(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, "Open", [int_literal(b)])))
+                                      for b in buckets))
+        matches = self._run(counts, [ruleset], rows)
+        self.egraph.run("(run close 1)")
+        return matches
+
+    @staticmethod
+    def _per_rule_index(counts: dict[str, int], rules: list[int]) -> dict[int, int]:
+        """egglog's per-rule counts (rules named "search r<k>_<q>", "apply r<k>_<q>_<v>[ bucketed]",
+        "window r<k>_<q>_<v>", "direct r<k>_<q>_<v>") summed per GSL rule index, every one of
+        ``rules`` included."""
+        total = dict.fromkeys(rules, 0)
+        for name, n in counts.items():
+            words = name.split()
+            if words[0] in ("search", "apply", "window", "direct"):
+                k = int(words[1][1:].split("_")[0])
+                total[k] = total.get(k, 0) + n
+        return total
+
+    def _per_rule(self, counts: dict[str, int]) -> dict[str, int]:
+        """egglog's per-rule counts summed per GSL rule name."""
+        total: dict[str, int] = {}
+        for k, n in self._per_rule_index(counts, []).items():
+            total[self.rules[k].name] = total.get(self.rules[k].name, 0) + n
+        return total

@@ -1,0 +1,89 @@
+"""What a saturation run reports: an :class:`Iteration` per iteration and the :class:`Report` of the run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from ..limits import StopReason
+
+
+@dataclass
+class Iteration:
+    """What one iteration did and how long each part took (seconds).
+
+    Per rule name: ``matches``, new matches its search found (for a disconnected
+    source, the pairs formed); ``new_keys`` / ``accepted_keys``, distinct keys
+    (combinations of its parts' keys) Python saw for the first time / accepted;
+    ``rejected``, the others by reason (:meth:`~.compile.Query.decide`: source guard
+    false, target cannot be typed, output type would change), their rows dropped;
+    ``applied``, matches applied (each at most once); ``backlog``, matches found
+    but not applied yet, left in the worklist. ``banned``: rules under a ban from
+    an earlier iteration (neither searched nor applied); ``new_bans``: rules whose
+    search found more matches than their limit (counted, not applied);
+    ``searched``: how many rules were searched.
+    ``rebuild_time`` is egglog's own figure, part of ``search_time`` and ``apply_time``.
+    ``fast``: the iteration was fast (see :mod:`.fast`; ``search_time`` is then the
+    time recording keys, ``apply_time`` the time applying every match). A controlled iteration's
+    ``search_time`` includes a fast attempt that was refused.
+    """
+
+    enodes: int
+    matches: dict[str, int]
+    new_keys: dict[str, int]
+    accepted_keys: dict[str, int]
+    applied: dict[str, int]
+    banned: list[str]
+    search_time: float
+    guard_time: float
+    apply_time: float
+    rebuild_time: float
+    total_time: float
+    backlog: dict[str, int] = field(default_factory=dict)
+    searched: int = 0
+    new_bans: list[str] = field(default_factory=list)
+    rejected: dict[str, dict[str, int]] = field(default_factory=dict)
+    fast: bool = False
+
+
+@dataclass
+class Report:
+    """The runner's history: one :class:`Iteration` per iteration and why it stopped."""
+
+    iterations: list[Iteration] = field(default_factory=list)
+    stop_reason: StopReason | None = None
+    compile_time: float = 0.0  # compiling the rules into egglog
+    load_time: float = 0.0  # loading the graph
+
+    @property
+    def python_time(self) -> float:
+        return sum(i.guard_time for i in self.iterations)
+
+    @property
+    def engine_time(self) -> float:
+        return sum(i.search_time + i.apply_time for i in self.iterations)
+
+    @property
+    def total_time(self) -> float:
+        return sum(i.total_time for i in self.iterations)
+
+    def applied(self) -> dict[str, int]:
+        """Applications per rule over the whole run."""
+        return _sum(it.applied for it in self.iterations)
+
+    def rejected(self) -> dict[str, dict[str, int]]:
+        """Rejected keys per rule and reason over the whole run (each key is decided once)."""
+        total: dict[str, dict[str, int]] = {}
+        for it in self.iterations:
+            for name, reasons in it.rejected.items():
+                total[name] = _sum([total.get(name, {}), reasons])
+        return total
+
+
+def _sum(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    """Counts added up key by key."""
+    total: dict[str, int] = {}
+    for c in counts:
+        for name, n in c.items():
+            total[name] = total.get(name, 0) + n
+    return total
