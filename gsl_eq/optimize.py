@@ -57,7 +57,7 @@ EXTRACTION_SHARE = 0.2
 #: e-graph where the time left would not cover extracting it.
 EXTRACTION_SECONDS_PER_ENODE = 40e-6
 #: Seconds per e-node telling which rules the chosen term relies on, once it is chosen
-#: (:meth:`~gsl_eq.egraph.EGraph.attribute`: egglog indexes its tables for the provenance
+#: (:func:`~gsl_eq.egraph.attribution.attribute`: egglog indexes its tables for the provenance
 #: rules' first run; measured 10-14 us on a 2-core machine): extraction leaves it this.
 ATTRIBUTION_SECONDS_PER_ENODE = 20e-6
 

@@ -18,7 +18,7 @@ from .egraph import SPAN, EGraph, Snapshot, call, int_call, int_literal, want_re
 
 @dataclass
 class Attribution:
-    """Per chosen e-class (:meth:`EGraph.attribute`): the indices of the rules whose targets build
+    """Per chosen e-class (:func:`attribute`): the indices of the rules whose targets build
     its chosen e-node (``built``), and of those whose target is a matched node unioned into it
     (``merged``: no e-node built)."""
 

@@ -29,7 +29,7 @@ nodes written as egglog facts, one *slot* per node, and becomes egglog rules:
   the target e-nodes, union each source output with its target and delete the row.
   What they did is not recorded: once a term is chosen, the *provenance* rules (the
   source, its key's decision and the target's e-nodes, joined with the chosen e-nodes)
-  tell which rules build it (:meth:`.egraph.EGraph.attribute`). To apply a rule in part,
+  tell which rules build it (:func:`.attribution.attribute`). To apply a rule in part,
   the runner moves its rows into buckets (by a hash of the match's e-classes) and a
   *window* twin applies chosen buckets.
 
@@ -331,7 +331,7 @@ class Query:
         never the e-graph. *direct* does the same for every match of the source itself (a fast
         iteration: no worklist). *prune* deletes the rows whose target is already built and
         unioned (matches a fast iteration applied, found again by the first search after it).
-        *provenance* rules (run once a term is chosen, :meth:`.egraph.EGraph.attribute`) find where
+        *provenance* rules (run once a term is chosen, :func:`.attribution.attribute`) find where
         the source matches under a key that chose this variant and the target's e-node ``j`` is a
         wanted one (or, for a union with a matched node, the source output's e-class is wanted)."""
         table, key, sorts = f"{self.name}_{v.index}", self.key_vars(), " ".join(["i64"] * self.key_arity)

@@ -18,7 +18,7 @@ module only encodes graphs into it and reads it back:
 * provenance, for telling which rules an extracted term relies on, is asked for once the
   term is chosen, never recorded while saturating (an extra row per created e-node, kept
   canonical through every later union, would about double the cost of applying rules):
-  :meth:`EGraph.attribute` names the chosen e-classes ``(Chosen i)``, lists the chosen
+  :func:`.attribution.attribute` names the chosen e-classes ``(Chosen i)``, lists the chosen
   e-nodes in ``(Want_<constructor> literal children... i)`` and the classes in
   ``(WantClass e i)``, and runs the ``provenance`` rules (see :mod:`.compile`): a rule whose
   source matches, under an accepted key, where its target builds chosen e-node ``i`` adds
@@ -135,7 +135,7 @@ class Interner:
 
 
 def want_relation(constructor: str) -> str:
-    """The relation listing the chosen e-nodes of ``constructor`` to attribute (:meth:`EGraph.attribute`):
+    """The relation listing the chosen e-nodes of ``constructor`` to attribute (:func:`.attribution.attribute`):
     an e-node's literal (form or constant value id) and children, then its chosen e-class's index."""
     return f"Want_{constructor}"
 
@@ -389,7 +389,7 @@ class EGraph:
 class Provenance:
     """Where the e-nodes of a snapshot come from: the loaded nodes (handles) each e-node is, by
     :attr:`ENode.key`. Which rules build an e-node is asked for once a term is chosen
-    (:meth:`EGraph.attribute`)."""
+    (:func:`.attribution.attribute`)."""
 
     loaded: dict[tuple[str, Any, tuple[Any, ...]], list[int]] = field(default_factory=dict)
 

@@ -193,7 +193,7 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         return iteration, reason
 
     def attribute(self, snap: Snapshot, choice: Mapping[Any, int], classes: Collection[Any]) -> Attribution:
-        """:meth:`EGraph.attribute` with the provenance rules of every decided variant."""
+        """:func:`.attribution.attribute` with the provenance rules of every decided variant."""
         self._define_all("provenance")
         return attribute(self.egraph, snap, choice, classes)
 

@@ -117,7 +117,10 @@ def test_tensats_settings_give_nasrnn_an_acyclic_e_graph_the_ilp_solves_exactly(
     wl = zoo_model("nasrnn", hidden=64, steps=3)
     kept = optimize(wl, rules.tensat(), node_limit=50_000, iter_limit=15, multi_iterations=1)
     filtered = optimize(wl, rules.tensat(), node_limit=50_000, iter_limit=15, multi_iterations=1, cycles="filter")
-    assert kept.report.solver == "cp-sat"  # the e-graph TASO's rules grow is cyclic
+    # the e-graph TASO's rules grow is cyclic: the exact extractor runs CP-SAT and proves its choice
+    assert (kept.report.solver, kept.report.extraction_status, kept.report.gap) == ("cp-sat", "optimal", 0.0)
+    assert kept.report.extractor_label() == "ilp via cp-sat" and "ilp via cp-sat (optimal" in str(kept.report)
+    assert_same_outputs(wl, kept.workload, rtol=1e-4, atol=1e-5)
     assert filtered.report.left_out > 0 and filtered.report.solver == "highs"
     assert filtered.report.extraction_status == "optimal"
     assert filtered.report.cost_after < filtered.report.cost_before and not filtered.report.fallbacks

@@ -158,19 +158,3 @@ def test_saturate_mode_keeps_the_input_when_nothing_is_cheaper():
     assert result.report.applications["add_commutative"] > 0 and result.report.rules_used == []
     assert result.workload.mod.script() == wl.fold_params().mod.script()
     assert any("not below" in note for note in result.report.notes)
-
-
-def test_tasos_rules_grow_a_cyclic_e_graph_that_cp_sat_extracts():
-    # tensat() + default() on NasNet-A (quick size) puts e-classes on split/concat cycles: the exact
-    # extractor runs CP-SAT there, proves its choice optimal, and the report says which solver ran
-    from gsl_eq.models import zoo_model
-
-    wl = zoo_model("nasnet_a", image_size=64, cells=1)
-    result = optimize(wl, [*rules.tensat(), *rules.default()], mode="saturate", cost="roofline",
-                      node_limit=20_000, iter_limit=15, time_limit=60)
-    report = result.report
-    assert (report.solver, report.extraction_status, report.gap) == ("cp-sat", "optimal", 0.0)
-    assert report.extractor_label() == "ilp via cp-sat" and "ilp via cp-sat (optimal" in str(report)
-    assert report.cost_after < report.cost_before and not report.fallbacks
-    # merged convolutions add in another order: differences of a few 1e-5 on outputs of order 1
-    assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-4)
