@@ -120,7 +120,9 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
             if n and time.perf_counter() + self._predicted_time(size) > self.deadline:
                 return self._stop(StopReason.TIME_LIMIT)
             iteration, reason = self._iterate(n)
+            stamped = time.perf_counter()
             self.egraph.stamp(n + 1)
+            iteration.total_time += time.perf_counter() - stamped  # part of the iteration: the clock predicts from it
             self.report.iterations.append(iteration)
             size = iteration.enodes
             if self.on_iteration is not None:
