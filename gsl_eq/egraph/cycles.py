@@ -61,7 +61,7 @@ def closing_cycles(classes: Mapping[Hashable, Sequence[ENode]],
         start, before = len(parents), set(has_node)
         for cls, i in level:
             add(cls, i)
-        labels = _components(parents, children, len(position)).tolist()
+        labels = strong_components(parents, children, len(position)).tolist()
         suspects = {(cls, i) for cls, i in level
                     if any(labels[position[child]] == labels[position[cls]] for child in classes[cls][i].children)}
         if not suspects:
@@ -88,8 +88,9 @@ def closing_cycles(classes: Mapping[Hashable, Sequence[ENode]],
     return left_out if _have_terms(classes, left_out, roots) else None
 
 
-def _components(parents: list[int], children: list[int], n: int) -> np.ndarray:
-    """The strongly connected component of each e-class position."""
+def strong_components(parents: Sequence[int], children: Sequence[int], n: int) -> np.ndarray:
+    """The strongly connected component of each of ``n`` positions, given the edges
+    ``parents[k] -> children[k]`` (e-classes to the classes their e-nodes read)."""
     graph = sparse.csr_matrix((np.ones(len(parents)), (parents, children)), shape=(n, n))
     return csgraph.connected_components(graph, directed=True, connection="strong")[1]
 
@@ -106,7 +107,6 @@ def _reaches(starts: list[int], target: int, edges: Mapping[int, list[int]]) -> 
                 seen.add(child)
                 stack.append(child)
     return False
-
 
 
 def _have_terms(classes: Mapping[Hashable, Sequence[ENode]], left_out: set[tuple[Hashable, int]],

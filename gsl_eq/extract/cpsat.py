@@ -25,9 +25,8 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import sparse
-from scipy.sparse import csgraph
 
+from ..egraph.cycles import strong_components
 from .extractors import Indexed
 
 #: CP-SAT's workers. More than the cores: measured on TENSAT's BERT e-graph (2 cores), 6 workers
@@ -44,8 +43,7 @@ def cyclic_parts(graph: Indexed, nodes: list[int]) -> dict[int, tuple[int, int]]
     row = {cls: k for k, cls in enumerate(dict.fromkeys(graph.node_class[node] for node in nodes))}
     pairs = np.asarray([(row[graph.node_class[node]], row[child]) for node in nodes
                         for child in graph.node_children[node]], dtype=np.int64).reshape(-1, 2)
-    matrix = sparse.csr_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(row), len(row)))
-    _, labels = csgraph.connected_components(matrix, directed=True, connection="strong")
+    labels = strong_components(pairs[:, 0], pairs[:, 1], len(row))
     size = np.bincount(labels)
     return {cls: (int(labels[k]), int(size[labels[k]])) for cls, k in row.items()}
 
