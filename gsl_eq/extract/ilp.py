@@ -34,9 +34,9 @@ at the limit (:func:`~gsl_eq.extract.bounded.run_bounded`).
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import ctypes
+import itertools
 import math
 import os
 import sys
@@ -53,6 +53,7 @@ from .extractors import (
     Extraction, ExtractGraph, Indexed, _bottom_up, _extraction, _tree_values, _walk, dag_cost, greedy_dag_extract,
     is_acyclic, without_gc,
 )
+from .implied import contained, implied_rows
 
 __all__ = ["ilp_candidates", "ilp_extract"]
 
@@ -259,6 +260,7 @@ class _Program:
         self.pair_of = {(int(parent), int(child)): k for k, (parent, child) in enumerate(self.pairs)}
         self.cuts = 0
         self._connect(roots)
+        self._imply()
 
     def _connect(self, roots: list[int]) -> None:
         """The connectivity row: Σ (children - 1) · chosen ≥ leaves - roots.
@@ -271,10 +273,10 @@ class _Program:
         terms over many fractional orders that share their parts and pays a fraction of
         the k - 1 additions any order needs.
         """
-        must = _must_leaves(self.graph, self.nodes)
+        found = contained(self.graph, self.nodes, leaves_only=True)
         leaves = 0
         for root in roots:
-            leaves |= must[root]
+            leaves |= found.sets[root] | (1 << found.index[root] if root in found.index else 0)
         needed = leaves.bit_count() - len(set(roots))
         merging = [col for col, node in enumerate(self.nodes) if len(self.graph.node_children[node]) >= 2]
         if needed <= 0 or not merging:
@@ -282,6 +284,22 @@ class _Program:
         weights = [len(self.graph.node_children[self.nodes[col]]) - 1.0 for col in merging]
         self.highs.addRow(float(needed), highspy.kHighsInf, len(merging), np.asarray(merging, dtype=np.int32),
                           np.asarray(weights))
+
+    def _imply(self) -> None:
+        """The rows of :func:`.implied.implied_rows`: what every term of a class contains is used."""
+        pairs, partial = implied_rows(self.graph, self.nodes)
+        rows = [[self.used + self.row_of_class[cls], self.used + self.row_of_class[inner]] for cls, inner in pairs]
+        values = [[1.0, -1.0]] * len(pairs)
+        for nodes, inner in partial:
+            rows.append([*(self.column[node] for node in nodes), self.used + self.row_of_class[inner]])
+            values.append([1.0] * len(nodes) + [-1.0])
+        if not rows:
+            return
+        starts = np.cumsum([0] + [len(row) for row in rows[:-1]]).astype(np.int32)
+        self.highs.addRows(len(rows), np.full(len(rows), -highspy.kHighsInf), np.zeros(len(rows)),
+                           int(starts[-1]) + len(rows[-1]), starts,
+                           np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int32),
+                           np.fromiter(itertools.chain.from_iterable(values), dtype=np.float64))
 
     def start_from(self, choice: dict[int, int]) -> None:
         """Give HiGHS a feasible solution: class position -> e-node number."""
@@ -370,54 +388,6 @@ def _cyclic(graph: Indexed, nodes: list[int]) -> bool:
     return any(size > 1 for _, size in cyclic_parts(graph, nodes).values())
 
 
-def _must_leaves(graph: Indexed, nodes: list[int]) -> dict[int, int]:
-    """Per class position: the leaf classes that every term of it built from ``nodes`` contains,
-    as a bitset (a Python int, one bit per leaf class).
-
-    A leaf class has only e-nodes without children. The sets are the greatest fixpoint
-    of "a class's leaves are those every one of its e-nodes reaches through some child",
-    found by iterating down from "every leaf" (cycles included: a term is finite).
-    """
-    members: dict[int, list[int]] = {}
-    for node in nodes:
-        members.setdefault(graph.node_class[node], []).append(node)
-    leaves = {cls for cls, own in members.items() if all(not graph.node_children[node] for node in own)}
-    bit = {cls: 1 << k for k, cls in enumerate(leaves)}
-    everything = (1 << len(leaves)) - 1
-    must = {cls: bit.get(cls, everything) for cls in members}
-    parents: dict[int, set[int]] = {}
-    waiting: dict[int, int] = {}
-    for cls, own in members.items():
-        children = {child for node in own for child in graph.node_children[node]}
-        waiting[cls] = len(children)
-        for child in children:
-            parents.setdefault(child, set()).add(cls)
-    order = [cls for cls, count in waiting.items() if count == 0]  # children first (Kahn); cycles last
-    for cls in order:
-        for parent in parents.get(cls, ()):
-            waiting[parent] -= 1
-            if waiting[parent] == 0:
-                order.append(parent)
-    queue = collections.deque(dict.fromkeys(cls for cls in [*order, *members] if cls not in leaves))
-    queued = set(queue)
-    while queue:
-        cls = queue.popleft()
-        queued.discard(cls)
-        found = everything
-        for node in members[cls]:
-            reached = 0
-            for child in graph.node_children[node]:
-                reached |= must[child]
-            found &= reached
-        if found != must[cls]:
-            must[cls] = found
-            for parent in parents.get(cls, ()):
-                if parent not in queued and parent not in leaves:
-                    queued.add(parent)
-                    queue.append(parent)
-    return must
-
-
 def _undominated(graph: Indexed, nodes: list[int]) -> list[int]:
     """Drop an e-node when another, earlier in (cost, number) order, costs no more and uses a
     subset of its child classes (only identical sets for classes above DOMINANCE_CLASS_LIMIT)."""
@@ -445,6 +415,9 @@ def _solve(
     lower bound; cycle cuts so far), then, if fewer than ``k``, why not, with None for the
     choice (status ``"exhausted"`` when the solver proved there is no other). Positions
     index ``list(egraph)``, so the answer crosses a process boundary."""
+    # This runs in a fork: HiGHS's thread pool, if the parent ever ran HiGHS, was not forked with
+    # it, and HiGHS would wait on it forever. A fresh pool for this process.
+    highspy.Highs.resetGlobalScheduler(False)
     with without_gc():
         graph = Indexed(egraph)
         root_positions = graph.root_positions(roots)

@@ -294,25 +294,6 @@ def test_an_ac_sum_is_proved_optimal():
     check(egraph, roots, ilp)
 
 
-def test_the_leaves_every_term_must_contain():
-    from gsl_eq.extract.extractors import Indexed
-    from gsl_eq.extract.ilp import _kept_nodes, _must_leaves
-
-    egraph = {
-        "r": [N(1, ("s", "c")), N(1, ("t",))],  # r = s + c = f(t)
-        "s": [N(1, ("a", "b"))],
-        "t": [N(1, ("a", "s"))],  # t reaches a, b through s
-        "a": [N(0)], "b": [N(0)], "c": [N(0)],
-        "x": [N(0), N(1, ("x", "a"))],  # a leaf and a loop: not a leaf class
-    }
-    graph = Indexed(egraph)
-    roots = graph.root_positions(["r"])
-    must = _must_leaves(graph, _kept_nodes(graph, roots))
-    leaves = {name: must[graph.position[name]] for name in "abc"}
-    assert must[graph.position["r"]] == leaves["a"] | leaves["b"]  # c only on one side
-    assert must[graph.position["t"]] == must[graph.position["s"]] == leaves["a"] | leaves["b"]
-
-
 def random_layered_egraph(seed: int):
     """2-4 leaf classes and 3-5 classes above them, 1-3 e-nodes each with 1-3 children from
     anywhere (cycles, commutative twins and shared parts included): the formulation's
