@@ -73,8 +73,8 @@ class Drawing:
     repeated blocks, hover texts, and what was left out of it.
 
     ``total`` counts the graph's nodes, ``drawn`` those drawn as boxes of their own,
-    ``folds`` the repeated blocks folded and ``hidden`` the nodes left out as far from any
-    marked node.
+    ``folds`` the repeated blocks folded and ``hidden`` the nodes left out, for the reason
+    ``hidden_why`` gives: far from any marked node, or, with no mark, past the first boxes.
     """
 
     name: str
@@ -86,6 +86,7 @@ class Drawing:
     drawn: int = 0
     folds: list[Fold] = field(default_factory=list)
     hidden: int = 0
+    hidden_why: str = ""
 
     @property
     def reduced(self) -> bool:
@@ -99,8 +100,8 @@ class Drawing:
             text += ", " + "; ".join(f"a block of {f.period} nodes repeated {f.copies} times, "
                                      f"{f.copies - 1} copies folded" for f in self.folds)
         if self.hidden:
-            text += f"; {self.hidden} nodes far from any change left out"
-        return text + f"; {len(self.boxes)} boxes drawn"
+            text += f"; {self.hidden} nodes {self.hidden_why} left out"
+        return text + f"; {self.drawn} drawn one by one"
 
     def dot(self) -> str:
         """The DOT source."""
@@ -180,6 +181,7 @@ def draw(graph: Graph, params: Mapping[str, Any] | frozenset[str] | set[str] = f
     if max_nodes is not None and len(reps) > max_nodes:
         kept = _near_marks(order, rep, {rep(n) for n in marks if n in index}, reps, hops, max_nodes)
     drawing.hidden = sum(1 for n in order if rep(n) not in kept)
+    drawing.hidden_why = "far from any change" if marks else f"past the first {max_nodes} boxes"
     for k, fold in enumerate(drawing.folds):
         box = f"{prefix}f{k}"
         if box not in kept:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["Page", "bar_chart", "esc", "fmt", "table"]
+__all__ = ["Page", "bar_chart", "cards", "esc", "fmt", "inline_svg", "table"]
 
 STYLE = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0; color: #212529;
