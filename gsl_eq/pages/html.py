@@ -66,12 +66,14 @@ def fmt(value: float | None, digits: int = 4) -> str:
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[int] = (),
           cls: str = "") -> str:
-    """An HTML table; cells are escaped, the columns at ``numeric`` positions right-aligned."""
+    """An HTML table; cells are escaped, the columns at ``numeric`` positions right-aligned; no header
+    row when every header is empty."""
     right = set(numeric)
     head = "".join(f'<th{" class=num" if i in right else ""}>{esc(h)}</th>' for i, h in enumerate(headers))
     body = "".join("<tr>" + "".join(f'<td{" class=num" if i in right else ""}>{esc(c)}</td>'
                                     for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    thead = f"<thead><tr>{head}</tr></thead>" if any(headers) else ""
+    return f'<table class="{esc(cls)}">{thead}<tbody>{body}</tbody></table>'
 
 
 def bar_chart(groups: Sequence[tuple[str, Sequence[float]]], series: Sequence[str], unit: str,
