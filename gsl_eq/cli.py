@@ -2,6 +2,7 @@
 
   gsl-eq demo                                  the embedded models, both modes, numeric check
   gsl-eq optimize bert_encoder -o out.py       a model by name, or a Python file defining one
+  gsl-eq optimize bert_encoder --html r.html   the same, with a page drawing what changed
   gsl-eq orderings inception_block -n 24       greedy mode under rule orderings vs saturation
   gsl-eq check my_rules.py                     is each rule sound? (numeric check on drawn instances)
   gsl-eq explain my_rules.py resnet50          why (not) does each rule fire on a model?
@@ -317,8 +318,10 @@ def run_optimize(console: Console, args: argparse.Namespace) -> int:
     if args.check:
         diff = numeric_check(wl, result.workload)
         console.print(f"numeric check: max |diff| = {diff:.1e}")
+    page = f", {result.to_html(args.html, title=f'gsl_eq optimize: {stem}, {args.rules} rules, {args.mode} mode')} " \
+        "(page)" if args.html else ""
     console.print(f"wrote {out} (TVMScript), {params} (parameters), "
-                  f"{report_path} (report, costs in {report.cost_unit})")
+                  f"{report_path} (report, costs in {report.cost_unit}){page}")
     return 0
 
 
@@ -347,6 +350,8 @@ def run_orderings(console: Console, args: argparse.Namespace) -> int:
     console.print(table)
     if args.plot:
         console.print(f"wrote {args.plot} (costs in {unit})")
+    if args.html:
+        console.print(f"wrote {comparison.to_html(args.html, model=Path(args.model).stem, rules=args.rules)} (page)")
     return 0
 
 
@@ -499,6 +504,9 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("-o", "--output", metavar="FILE", help="TVMScript file to write (default: <model>.optimized.py; "
                                                             "the parameters go next to it, in <output>.params.npz)")
     opt.add_argument("--report", metavar="FILE", help="JSON report to write (default: <model>.report.json)")
+    opt.add_argument("--html", metavar="FILE",
+                     help="write a self-contained page: the input and the result drawn side by side with the "
+                          "changed nodes marked, the rules used, cost per op kind, the e-graph's growth, timings")
     opt.add_argument("--check", action="store_true",
                      help="run the original and the optimized module on random inputs and print the largest difference")
     order = sub.choices["orderings"]
@@ -507,6 +515,8 @@ def build_parser() -> argparse.ArgumentParser:
     order.add_argument("--seed", type=int, default=d["seed"],
                        help=f"seed of the sample of orderings when not all are tried (default: {d['seed']})")
     order.add_argument("--plot", metavar="FILE", help="save a bar chart of each ordering's cost against saturation's (PNG)")
+    order.add_argument("--html", metavar="FILE", help="write a self-contained page: each ordering's speedup and "
+                                                      "saturation's as a chart, and the table")
     rules_help = ("a Python file of rules (every gsl_eq.Subst it defines, in lists too, and what its zero-argument "
                   f"functions returning a Subst build) or a rule set: {', '.join(RULE_SETS)}")
     check = sub.add_parser("check", help="check rules numerically: sound, counterexample, untyped, or no instance",

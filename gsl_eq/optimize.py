@@ -16,10 +16,10 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import math
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 
@@ -29,10 +29,11 @@ from . import rules as library
 from .egraph import Iteration, Runner
 from .egraph.cycles import closing_cycles
 from .extract import COST_MODELS, CostModel, Measured, OpCount, Roofline, get_cost_model, graph_cost
+from .extract.cost import display_unit, speedup
 from .extract.choose import egglog_extract, priced, rebuild, roots, rules_used
 from .extract import Extraction, greedy_dag_extract, ilp_candidates, tree_extract
 from .frontend import Subst
-from .graph import Graph, Kind
+from .graph import Graph, Kind, Node
 from .greedy.rewrite import greedy, to_workload
 from .limits import check_count, check_seconds
 from .verify import Reference
@@ -70,19 +71,6 @@ def cost_unit(model: CostModel) -> str:
     if isinstance(model, OpCount):
         return "op calls"
     return str(getattr(model, "unit", "cost units"))
-
-
-def display_unit(unit: str) -> tuple[str, float]:
-    """The unit tables show costs of ``unit`` in, and the factor from ``unit`` to it: seconds as
-    microseconds ("us", as the command line prints them)."""
-    return ("us", 1e6) if unit == "s" else (unit, 1.0)
-
-
-def speedup(before: float, after: float) -> float:
-    """``before / after``: above 1 when ``after`` is cheaper; the one direction every table uses."""
-    if after == 0:
-        return math.nan if before == 0 else math.inf
-    return before / after
 
 
 @dataclass
@@ -200,14 +188,33 @@ class OptimizeReport:
 
 @dataclass
 class OptimizeResult:
-    """The optimized workload (``.workload``, ``.mod``) and what was done (``.report``)."""
+    """The optimized workload (``.workload``, ``.mod``) and what was done (``.report``).
+
+    ``input`` is the workload that was optimized, its parameters folded (the costs before are
+    its costs); ``cost`` the cost model that priced both; ``origins`` maps nodes of the result's
+    graph to the rules whose rewrites made them (greedy mode only, see
+    :class:`~gsl_eq.greedy.rewrite.Ledger`). :meth:`to_html` draws them.
+    """
 
     workload: Workload
     report: OptimizeReport
+    input: Workload | None = None
+    cost: CostModel | None = field(default=None, repr=False)
+    origins: dict[Node, frozenset[str]] = field(default_factory=dict, repr=False)
 
     @property
     def mod(self) -> tvm.IRModule:
         return self.workload.mod
+
+    def to_html(self, path: str | Path, title: str | None = None, max_nodes: int | None = 300) -> Path:
+        """Write a self-contained page of this optimization to ``path`` and return it: the input and
+        the result drawn side by side with the changed nodes marked, the rules used, the cost
+        of each op kind before and after, the e-graph's growth, the extraction and the timings
+        (see :mod:`gsl_eq.pages.result`). Graphs larger than ``max_nodes`` are drawn reduced:
+        repeated blocks folded, then only what lies near a change (None: every node)."""
+        from .pages import result_page
+
+        return result_page(self, title=title, max_nodes=max_nodes).write(path)
 
 
 def as_workload(mod_or_workload: Workload | tvm.IRModule) -> Workload:
@@ -330,6 +337,7 @@ def optimize(
     report = OptimizeReport(mode, model.name, before, before, _calls(wl.graph), _calls(wl.graph), timings,
                             [r.name for r in rule_list], cost_unit=cost_unit(model))
     report.notes += [f"input: {unfolded} (TVM cannot build it; it stays a computation)" for unfolded in wl.unfolded]
+    greedy_origins: dict[Node, frozenset[str]] = {}
     if mode == "greedy":
         t = time.perf_counter()
         result = greedy(wl, rule_list, max_rounds=iter_limit, node_limit=node_limit,
@@ -339,6 +347,7 @@ def optimize(
         report.applications = {name: n for name, n in result.fired.items() if n}
         report.rules_used, report.rejected = result.used, result.rejected
         report.stop_reason = result.stop_reason.value
+        greedy_origins = result.origins
         if not result.converged:
             report.notes.append(f"greedy rewriting stopped at the {result.stop_reason.value} after "
                                 f"{result.rounds} rounds ({result.passes} passes)")
@@ -374,7 +383,8 @@ def optimize(
     report.notes += [f"result: {unfolded} (TVM cannot build it; it stays a computation)"
                      for unfolded in out.unfolded if unfolded not in wl.unfolded]
     timings["total"] = time.perf_counter() - start
-    return OptimizeResult(out, report)
+    origins = greedy_origins if chosen is not None and chosen.label == "result" else {}
+    return OptimizeResult(out, report, input=wl, cost=model, origins=origins)
 
 
 class Alternative(NamedTuple):

@@ -3,6 +3,7 @@
     table = gsl_eq.compare_orderings(wl, rules.default(), orderings=24, cost="opcount")
     print(table)                     # one row per ordering, and saturate mode
     table.plot("orderings.png")      # cost of each ordering against saturation's
+    table.to_html("orderings.html")  # the same as a page, with the table
 """
 
 from __future__ import annotations
@@ -70,6 +71,14 @@ class OrderingComparison:
         with console.capture() as capture:
             console.print(self.table())
         return capture.get()
+
+    def to_html(self, path: str | Path, model: str = "", rules: str = "") -> Path:
+        """Write a self-contained page of this comparison to ``path`` and return it: the speedup of
+        each ordering and of saturation as a chart, and their table (the summary page of
+        :mod:`gsl_eq.pages.summary`). ``model`` and ``rules`` name what was compared, for the page."""
+        from .pages import orderings_page
+
+        return orderings_page(self, model=model, rules=rules).write(path)
 
     def plot(self, path: str | Path) -> Path:
         """Save a bar chart of each ordering's cost, with saturation's as a line; returns the path."""

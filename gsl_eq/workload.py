@@ -283,33 +283,18 @@ class Workload:
             warnings.warn(FoldWarning("; ".join(map(str, unfolded))), stacklevel=2)
         return result
 
-    def visualize(self, path: str | Path) -> Path:
-        """Draw the graph with graphviz.
+    def visualize(self, path: str | Path, max_nodes: int | None = 300) -> Path:
+        """Draw the graph into ``path``, as its suffix says: ``.svg``, ``.png``, or ``.dot``/``.gv``
+        (the DOT source); returns the path.
 
-        A ``.dot``/``.gv`` path gets the DOT source; any other suffix (``.svg``,
-        ``.png``, ``.pdf``) is rendered by graphviz's ``dot`` program.
+        Graphviz lays it out, installed with gsl_eq (as WebAssembly: no system program is
+        needed; see :mod:`gsl_eq.drawing`). Past ``max_nodes`` nodes, repeated blocks are folded
+        into one box each (``None`` draws every node); the drawing's frame says how often the
+        block repeats. Raises :class:`~gsl_eq.drawing.DrawingError` for another suffix.
         """
-        import graphviz
+        from .drawing import draw
 
-        path = Path(path)
-        dot = graphviz.Digraph(name="main", graph_attr={"rankdir": "TB"}, node_attr={"fontsize": "10"})
-        ids = {}
-        for i, node in enumerate(self._graph.rpo()):
-            ids[node] = f"n{i}"
-            dot.node(ids[node], _label(node, node.kind is Kind.VAR and node.name in self._params), shape=_shape(node))
-            for j, pred in enumerate(node.inputs):
-                dot.edge(ids[pred], ids[node], label=str(j) if len(node.inputs) > 1 else None)
-        for k, out in enumerate(self._graph.outputs):
-            dot.node(f"out{k}", f"output {k}", shape="plaintext")
-            dot.edge(ids[out], f"out{k}")
-        if path.suffix in (".dot", ".gv"):
-            path.write_text(dot.source)
-            return path
-        try:
-            rendered = dot.render(outfile=str(path), cleanup=True)
-        except graphviz.ExecutableNotFound:
-            raise WorkloadError(f"cannot render {path}: graphviz's 'dot' program is not installed; save as .dot instead") from None
-        return Path(rendered)
+        return draw(self._graph, self._params, max_nodes=max_nodes).save(path)
 
     def __repr__(self) -> str:
         return f"Workload({len(self._graph)} nodes, inputs {self.input_names}, {len(self._params)} params)"
@@ -494,18 +479,3 @@ def _from_tvm(value: Any) -> np.ndarray | tuple:
     if isinstance(value, tvm.runtime.Tensor):
         return value.numpy()
     return tuple(_from_tvm(v) for v in value)
-
-
-def _label(node: Node, is_param: bool) -> str:
-    ty = str(node.type.shape) if isinstance(node.type, TensorType) else "tuple"
-    if node.kind is Kind.VAR:
-        return f"{'param' if is_param else 'input'} {node.name}\n{ty}"
-    if node.kind is Kind.CALL:
-        return f"{node.op.removeprefix('relax.')}\n{ty}"
-    if node.kind is Kind.GETITEM:
-        return f"[{node.attrs['index']}]\n{ty}"
-    return f"{node.kind.value}\n{ty}"
-
-
-def _shape(node: Node) -> str:
-    return {Kind.VAR: "ellipse", Kind.CONST: "note", Kind.TUPLE: "point"}.get(node.kind, "box")

@@ -9,8 +9,9 @@ import gsl_eq
 ROOT = Path(gsl_eq.__file__).parent
 #: The pipeline, first to last: a package may import the ones before it. The language (frontend)
 #: comes before every executor; saturate mode (egraph) reuses greedy mode's matcher and builder.
-LAYERS = ["errors", "limits", "disk_cache", "graph", "workload", "models", "frontend", "rules", "greedy",
-          "soundness", "egraph", "schedule_db", "extract", "verify", "selection", "optimize", "orderings", "cli"]
+LAYERS = ["errors", "limits", "disk_cache", "graph", "drawing", "workload", "models", "frontend", "rules", "greedy",
+          "soundness", "egraph", "schedule_db", "extract", "verify", "selection", "pages", "optimize", "orderings",
+          "cli"]
 
 
 def module_name(path: Path) -> tuple[str, ...]:

@@ -1,6 +1,5 @@
 """Workload: parameters, running, folding, drawing; never mutating what it was given."""
 
-import shutil
 
 import numpy as np
 import pytest
@@ -8,6 +7,7 @@ import tvm_ffi
 from tvm import relax
 
 from gsl_eq import WorkloadError
+from gsl_eq.drawing import DrawingError
 from gsl_eq.graph import Graph, Kind, Node
 from gsl_eq.models import diamond_conv, resnet_bottleneck
 from gsl_eq.models.blocks import var
@@ -160,16 +160,18 @@ def test_fold_params_on_a_real_block_keeps_outputs():
     assert folded is wl
 
 
-def test_visualize_writes_dot_and_renders_when_graphviz_is_there(tmp_path):
+def test_visualize_draws_by_the_suffix_with_no_system_program(tmp_path, monkeypatch):
     wl = diamond_conv()
     dot = wl.visualize(tmp_path / "diamond.dot").read_text()
     assert dot.count("conv2d") == 2 and "add" in dot and "input x" in dot and "param w1" in dot
     assert dot.count("->") == 7  # 6 graph edges and one to the output
-    if shutil.which("dot"):
-        assert wl.visualize(tmp_path / "diamond.svg").read_text().startswith("<?xml")
-    else:
-        with pytest.raises(WorkloadError, match="'dot' program is not installed"):
-            wl.visualize(tmp_path / "diamond.svg")
+    monkeypatch.setenv("PATH", "")  # no system graphviz: the one installed with gsl_eq lays it out
+    svg = wl.visualize(tmp_path / "diamond.svg").read_text()
+    assert svg.count('class="node"') == 7 and "<title>relax.nn.conv2d" in svg  # 6 nodes and the output
+    png = wl.visualize(tmp_path / "diamond.png").read_bytes()
+    assert png.startswith(b"\x89PNG")
+    with pytest.raises(DrawingError, match=r"\.svg, \.png, \.dot"):
+        wl.visualize(tmp_path / "diamond.pdf")
 
 
 def test_scalar_parameters_run():

@@ -42,7 +42,7 @@ from ..graph.types import TensorType, TupleType, Type
 
 __all__ = [
     "COST_MODELS", "CostModel", "Measured", "OpCount", "Roofline",
-    "get_cost_model", "graph_cost", "op_bytes", "op_flops",
+    "display_unit", "get_cost_model", "graph_cost", "op_bytes", "op_flops", "speedup",
 ]
 
 
@@ -407,6 +407,22 @@ def _random_input(ty: TensorType, rng: np.random.Generator) -> np.ndarray:
     if "float" in ty.dtype:
         return rng.uniform(0.1, 0.9, ty.shape).astype(ty.dtype)
     return np.zeros(ty.shape, dtype=ty.dtype)
+
+
+# --------------------------------------------------------------------------- units
+
+
+def display_unit(unit: str) -> tuple[str, float]:
+    """The unit tables show costs of ``unit`` in, and the factor from ``unit`` to it: seconds as
+    microseconds ("us", as the command line prints them)."""
+    return ("us", 1e6) if unit == "s" else (unit, 1.0)
+
+
+def speedup(before: float, after: float) -> float:
+    """``before / after``: above 1 when ``after`` is cheaper; the one direction every table uses."""
+    if after == 0:
+        return math.nan if before == 0 else math.inf
+    return before / after
 
 
 # --------------------------------------------------------------------------- by name

@@ -373,7 +373,8 @@ def rewrite(
 class GreedyResult:
     """What :func:`greedy` did: the workload; rewrites done per rule (``fired``, whether or not they
     survive); the rules whose rewrites ``workload`` holds (``used``, in rule order; see :class:`Ledger`);
-    matches left alone per rule and reason (``rejected``, distinct keys); rounds, passes, and why it stopped."""
+    matches left alone per rule and reason (``rejected``, distinct keys); rounds, passes, and why it stopped.
+    ``origins``: the nodes of ``workload``'s graph that rewrites made, each with the rules that made it."""
 
     workload: Workload
     fired: dict[str, int] = field(default_factory=dict)
@@ -382,6 +383,7 @@ class GreedyResult:
     rounds: int = 0
     passes: int = 0
     stop_reason: StopReason = StopReason.SATURATED
+    origins: dict[Node, frozenset[str]] = field(default_factory=dict)
 
     @property
     def converged(self) -> bool:
@@ -448,4 +450,5 @@ def greedy(
     used = ledger.used()
     result.used = [rule.name for rule in rules if rule.name in used]
     result.rejected = ledger.rejected
+    result.origins = dict(ledger.origins)
     return result

@@ -1,0 +1,170 @@
+"""What a rewrite changed: two graphs compared node by node, for drawings of an optimization.
+
+    diff = compare(before, after)
+    diff.new        # nodes of ``after`` with no counterpart in ``before``
+    diff.rewired    # nodes of ``after`` whose counterpart read other nodes
+    diff.removed    # nodes of ``before`` with no counterpart in ``after``
+
+No rewrite history is needed: nodes are paired by structure. First, nodes that compute the
+same thing from the same inputs (same kind, op, attributes, type, name for variables, value for
+constants, and inputs paired the same way, bottom-up) are paired; then pairs spread to
+nodes of the same label that read a paired node in the same input slot (forward) and to the
+same input slots of paired nodes, from the outputs up (backward), until nothing changes. What
+is left unpaired was made or dropped by the rewrite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Hashable
+
+from .graph import Graph, Kind, Node
+
+__all__ = ["GraphDiff", "compare", "label"]
+
+#: The most rounds of forward and backward pairing; each round pairs along a whole graph.
+ROUNDS = 8
+
+
+@dataclass
+class GraphDiff:
+    """Which nodes of ``after`` are new or read other inputs than their counterparts, and which
+    nodes of ``before`` are gone; ``pairs`` maps each paired node of ``after`` to its
+    counterpart in ``before``."""
+
+    pairs: dict[Node, Node] = field(default_factory=dict)
+    new: set[Node] = field(default_factory=set)
+    rewired: set[Node] = field(default_factory=set)
+    removed: set[Node] = field(default_factory=set)
+
+    @property
+    def changed(self) -> set[Node]:
+        """The nodes of ``after`` a drawing marks: new or rewired."""
+        return self.new | self.rewired
+
+    def mark(self, node: Node) -> str | None:
+        """``"new"``, ``"rewired"`` or ``"removed"`` for a node of either graph, else None."""
+        if node in self.new:
+            return "new"
+        if node in self.rewired:
+            return "rewired"
+        if node in self.removed:
+            return "removed"
+        return None
+
+    def summary(self) -> str:
+        """One line: how many nodes are new, rewired and removed."""
+        return f"{len(self.new)} new, {len(self.rewired)} rewired, {len(self.removed)} removed"
+
+
+def label(node: Node) -> Hashable:
+    """What a node is apart from its inputs: kind, op, attributes and type; a variable's name,
+    a constant's value (by digest)."""
+    if node.kind is Kind.VAR:
+        return ("var", node.name, node.type)
+    if node.kind is Kind.CONST:
+        value = node.value
+        digest = hashlib.sha1(value.tobytes()).hexdigest() if value is not None else ""
+        return ("const", node.type, digest)
+    return (node.kind.value, node.op, _frozen(node.attrs), node.type)
+
+
+def compare(before: Graph, after: Graph) -> GraphDiff:
+    """Pair the nodes of ``after`` with those of ``before`` (see the module's docstring); neither
+    graph is changed."""
+    labels = {n: label(n) for g in (before, after) for n in g.rpo()}
+    pairs: dict[Node, Node] = {}  # after -> before
+    taken: dict[Node, Node] = {}  # before -> after
+    _pair_identical(before, after, labels, pairs, taken)
+    users = before.successors()
+    for _ in range(ROUNDS):
+        grown = _forward(after, users, labels, pairs, taken) + _backward(before, after, labels, pairs, taken)
+        if not grown:
+            break
+    diff = GraphDiff(pairs=pairs)
+    for node in after.rpo():
+        twin = pairs.get(node)
+        if twin is None:
+            diff.new.add(node)
+        elif len(node.inputs) != len(twin.inputs) or any(pairs.get(a) is not b for a, b in zip(node.inputs, twin.inputs)):
+            diff.rewired.add(node)
+    diff.removed = {n for n in before.rpo() if n not in taken}
+    return diff
+
+
+def _frozen(value: object) -> Hashable:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+def _pair(a: Node, b: Node, pairs: dict[Node, Node], taken: dict[Node, Node]) -> None:
+    pairs[a], taken[b] = b, a
+
+
+def _pair_identical(before: Graph, after: Graph, labels: dict, pairs: dict, taken: dict) -> None:
+    """Pair nodes computing the same thing from the same inputs (a bottom-up structural hash)."""
+    def keys(graph: Graph) -> dict[Node, int]:
+        key: dict[Node, int] = {}
+        for n in graph.rpo():
+            key[n] = hash((labels[n], tuple(key[i] for i in n.inputs)))
+        return key
+
+    old, new = keys(before), keys(after)
+    by_key: dict[int, list[Node]] = {}
+    for n in before.rpo():
+        by_key.setdefault(old[n], []).append(n)
+    for n in after.rpo():
+        for twin in by_key.get(new[n], ()):
+            if twin not in taken and labels[twin] == labels[n]:
+                _pair(n, twin, pairs, taken)
+                break
+
+
+def _forward(after: Graph, users: dict[Node, list[Node]], labels: dict, pairs: dict, taken: dict) -> int:
+    """Pair each unpaired node of ``after`` with an unpaired node of ``before`` of its label that
+    reads, in the same slots, the counterparts of its paired inputs; returns how many were paired."""
+    grown = 0
+    for node in after.rpo():
+        if node in pairs or not node.inputs:
+            continue
+        candidates: list[Node] | None = None
+        for slot, source in enumerate(node.inputs):
+            twin = pairs.get(source)
+            if twin is None:
+                continue
+            here = [u for u in users.get(twin, ()) if u not in taken and labels[u] == labels[node]
+                    and slot < len(u.inputs) and u.inputs[slot] is twin]
+            candidates = here if candidates is None else [u for u in candidates if u in here]
+            if not candidates:
+                break
+        if candidates:
+            _pair(node, candidates[0], pairs, taken)
+            grown += 1
+    return grown
+
+
+def _backward(before: Graph, after: Graph, labels: dict, pairs: dict, taken: dict) -> int:
+    """Pair unpaired outputs by position, then the unpaired inputs of paired nodes slot by slot
+    when their labels agree, from the outputs up; returns how many were paired."""
+    grown = 0
+    for a, b in zip(after.outputs, before.outputs):
+        if a not in pairs and b not in taken and labels[a] == labels[b]:
+            _pair(a, b, pairs, taken)
+            grown += 1
+    for node in reversed(after.rpo()):
+        twin = pairs.get(node)
+        if twin is None:
+            continue
+        for a, b in zip(node.inputs, twin.inputs):
+            if a not in pairs and b not in taken and labels[a] == labels[b]:
+                _pair(a, b, pairs, taken)
+                grown += 1
+    return grown
