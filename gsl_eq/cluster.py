@@ -21,10 +21,11 @@ import logging
 import os
 import re
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Hashable, Iterator, Mapping, Sequence
 
 from .errors import GslEqError
 
@@ -91,8 +92,8 @@ class Cluster:
 
     ``num_cpus`` is the CPUs of a local instance (default: every core; ignored when joining a
     cluster). ``runtime_env`` is Ray's runtime environment for this job's workers; a local
-    instance's workers get the driver's ``gsl_eq`` on their ``PYTHONPATH`` (so they run the same
-    code as the driver). ``log_to_driver``: whether workers' output is printed here.
+    instance's processes get the driver's ``gsl_eq`` first on their ``PYTHONPATH`` (so its workers
+    run the same code as the driver). ``log_to_driver``: whether workers' output is printed here.
     """
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None,
@@ -113,12 +114,21 @@ class Cluster:
             return self
         options: dict[str, Any] = {"log_to_driver": self.log_to_driver, "logging_level": logging.ERROR}
         if self.address is None:
-            env = dict(self.runtime_env)
-            env["env_vars"] = {"PYTHONPATH": _driver_pythonpath(), **env.get("env_vars", {})}
+            # The local instance's processes inherit this environment: with the driver's gsl_eq first on
+            # PYTHONPATH, its workers run the driver's code. (A runtime_env with the same variable would
+            # do it too, but costs each worker process about a second to set up.)
+            saved = os.environ.get("PYTHONPATH")
+            os.environ["PYTHONPATH"] = _driver_pythonpath()
             try:
-                ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False, runtime_env=env, **options)
+                ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False,
+                         runtime_env=self.runtime_env or None, **options)
             except Exception as err:
                 raise GslEqError(f"could not start a local Ray instance: {type(err).__name__}: {err}") from err
+            finally:
+                if saved is None:
+                    os.environ.pop("PYTHONPATH", None)
+                else:
+                    os.environ["PYTHONPATH"] = saved
             self.started = True
             return self
         try:
@@ -159,17 +169,30 @@ class Cluster:
 
     # --- running -----------------------------------------------------------------------------
     def run(self, function: Callable[..., Any], arguments: Sequence[tuple[Any, ...]], num_cpus: float = 1,
-            max_retries: int = MAX_RETRIES, spread: bool = False, max_calls: int = 0) -> Iterator[Finished]:
+            max_retries: int = MAX_RETRIES, spread: bool = False, max_calls: int = 0,
+            affinity: Callable[..., Hashable] | None = None) -> Iterator[Finished]:
         """Run ``function(*args)`` for each of ``arguments`` as a Ray task; yield each outcome as it
         comes, first finished first. Each task takes ``num_cpus`` CPUs; a task whose worker dies runs
         again up to ``max_retries`` times; an exception from ``function`` is its error, not retried.
         ``spread`` places tasks on as many nodes as possible (Ray's SPREAD strategy); ``max_calls``
         > 0 starts a fresh worker process after that many tasks of a worker (1: a process per task).
         ``function`` must be importable by the workers (or picklable by value); it should return
-        plain data. Leaving the loop early cancels the tasks not finished."""
+        plain data. Leaving the loop early cancels the tasks not finished.
+
+        ``affinity(*args)``: a key (a tuple, most general part first) telling which jobs share work
+        a worker process keeps (a model it built, a result it checked). With it, the jobs run on a
+        pool of Ray actors, one per ``num_cpus`` CPUs of the cluster, each fed one job at a time:
+        a worker gets the next job of its last key, else the job whose key has the shortest common
+        prefix with the keys other workers are on, the longest with its own last key, the first in
+        order (so two workers take up two models where they can). A dead actor is
+        restarted and its job run again, up to ``max_retries`` times. (Without it, Ray hands jobs
+        to whichever worker process is free: jobs sharing work land on different processes.)"""
         ray = self.ray
         if num_cpus <= 0:
             raise GslEqError(f"num_cpus per task must be positive, not {num_cpus!r}")
+        if affinity is not None:
+            yield from self._run_on_actors(function, arguments, num_cpus, max_retries, spread, affinity)
+            return
         options: dict[str, Any] = {"num_cpus": num_cpus, "max_retries": max_retries, "retry_exceptions": False}
         if spread:
             options["scheduling_strategy"] = "SPREAD"
@@ -197,6 +220,95 @@ class Cluster:
         finally:
             for ref in pending:
                 ray.cancel(ref, force=True)
+
+
+    def _run_on_actors(self, function: Callable[..., Any], arguments: Sequence[tuple[Any, ...]], num_cpus: float,
+                       max_retries: int, spread: bool, affinity: Callable[..., Hashable]) -> Iterator[Finished]:
+        """:meth:`run` with ``affinity``: a pool of actors, each fed the jobs that share its work."""
+        ray = self.ray
+        keys = [affinity(*args) for args in arguments]
+        groups: dict[Hashable, deque[int]] = {}
+        for k, key in enumerate(keys):
+            groups.setdefault(key, deque()).append(k)
+        count = min(len(arguments), max(1, int(self.total_cpus() // num_cpus)))
+        options: dict[str, Any] = {"num_cpus": num_cpus, "max_restarts": max_retries, "max_task_retries": max_retries}
+        if spread:
+            options["scheduling_strategy"] = "SPREAD"
+        actor = ray.remote(_Worker).options(**options)
+        workers = [actor.remote() for _ in range(count)]
+        last: list[Hashable | None] = [None] * count
+        running: dict[Any, tuple[int, int]] = {}  # call -> (worker, job)
+        start = time.perf_counter()
+
+        def pick(worker: int) -> int:
+            key = next_group(groups, last[worker], {keys[job] for w, job in running.values() if w != worker})
+            job = groups[key].popleft()
+            if not groups[key]:
+                del groups[key]
+            last[worker] = key
+            return job
+
+        def send(worker: int) -> None:
+            job = pick(worker)
+            running[workers[worker].call.remote(function, *arguments[job])] = (worker, job)
+
+        alive = set(range(count))
+        try:
+            for worker in range(count):
+                if groups:
+                    send(worker)
+            while running:
+                (ref,), _ = ray.wait(list(running), num_returns=1)
+                worker, job = running.pop(ref)
+                seconds = time.perf_counter() - start
+                try:
+                    value, node, ip = ray.get(ref)
+                except ray.exceptions.RayTaskError as err:
+                    yield Finished(job, error=_task_error(err), seconds=seconds)
+                except ray.exceptions.RayError as err:  # the actor died more often than it is restarted
+                    alive.discard(worker)
+                    yield Finished(job, error=f"{type(err).__name__}: {_first_line(err)}", seconds=seconds)
+                else:
+                    yield Finished(job, value, None, node, ip, seconds)
+                if worker in alive and groups:
+                    send(worker)
+                if not alive and not running:
+                    for job in [j for group in groups.values() for j in group]:
+                        yield Finished(job, error="every worker died: nothing is left to run it", seconds=seconds)
+                    groups.clear()
+        finally:
+            for handle in workers:
+                ray.kill(handle)
+
+
+def next_group(groups: Mapping[Hashable, Sequence[int]], mine: Hashable | None, held: set[Hashable]) -> Hashable:
+    """The key of the jobs a free worker takes next, of ``groups`` (key -> the jobs left, in order):
+    its last key ``mine`` while jobs of it are left; else the key whose longest common prefix with
+    the keys other workers are on (``held``) is shortest, then whose common prefix with ``mine`` is
+    longest, then whose first job comes first."""
+    if mine in groups:
+        return mine
+    return min(groups, key=lambda g: (max((_common_prefix(g, h) for h in held), default=0),
+                                      -_common_prefix(g, mine), groups[g][0]))
+
+
+class _Worker:
+    """A Ray actor of :meth:`Cluster.run` with an affinity: one process running job after job."""
+
+    def call(self, function: Callable[..., Any], *args: Any) -> tuple[Any, str, str]:
+        return _traced(function, *args)
+
+
+def _common_prefix(a: Hashable, b: Hashable | None) -> int:
+    """How many leading parts two tuple keys share (0 for keys that are not tuples)."""
+    if not isinstance(a, tuple) or not isinstance(b, tuple):
+        return 0
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _task_error(err: Exception) -> str:

@@ -18,7 +18,7 @@ from tvm import relax
 
 from gsl_eq import GslEqError, compare_orderings, optimize, rules
 from gsl_eq.cli import main
-from gsl_eq.cluster import Cluster, check_address
+from gsl_eq.cluster import Cluster, check_address, next_group
 from gsl_eq.models.registry import load_model
 from gsl_eq.rules.sets import rule_set
 from gsl_eq.schedule_db import ScheduleDatabase
@@ -119,6 +119,15 @@ def test_a_bad_address_or_a_missing_ray_is_named(monkeypatch):
     with pytest.raises(GslEqError, match=r'pip install "gsl_eq\[ray\]"'):
         with Cluster():
             pass
+
+
+def test_a_free_worker_takes_the_jobs_sharing_most_with_its_last_and_least_with_the_others():
+    groups = {("a", "x"): [0, 1], ("a", "y"): [2], ("b", "x"): [3], ("b", "y"): [4]}
+    assert next_group(groups, ("a", "x"), set()) == ("a", "x")  # more jobs of its own key
+    assert next_group(groups, None, {("a", "x")}) == ("b", "x")  # another model than the other worker's
+    assert next_group(groups, ("b", "z"), {("a", "x")}) == ("b", "x")  # its own model again
+    assert next_group(groups, ("a", "z"), {("b", "x")}) == ("a", "x")
+    assert next_group({("a", "x"): [5]}, ("b", "y"), {("a", "x")}) == ("a", "x")  # only a held key is left
 
 
 def test_the_results_file_keeps_whole_lines_and_drops_a_cut_one(tmp_path):
@@ -280,7 +289,7 @@ def test_the_schedule_database_is_filled_by_ray_tasks_into_one_cache(connected, 
 def test_the_sweep_command_end_to_end_on_a_local_ray_instance(tmp_path):
     out, plot, page = tmp_path / "sweep.jsonl", tmp_path / "sweep.png", tmp_path / "sweep.html"
     argv = [sys.executable, "-m", "gsl_eq.cli", "sweep", "--models", "diamond_conv", "--rules", "default,taso",
-            "--modes", "greedy,saturate", "--costs", "opcount", "--iter-limit", "2", "--time-limit", "5",
+            "--modes", "greedy,saturate", "--costs", "opcount", "--iter-limit", "2", "--time-limit", "2",
             "--cpus", "2", "-o", "sweep.jsonl", "--plot", "sweep.png", "--html", "sweep.html"]  # in tmp_path
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env.pop("RAY_ADDRESS", None)

@@ -51,7 +51,9 @@ def sweep(
     :mod:`gsl_eq.rules.sets`); ``options``: the limits every cell's ``optimize`` gets
     (``node_limit``, ``iter_limit``, ``time_limit``, ``ilp_time_limit``, ``multi_iterations``,
     ``cycles``). Each task builds its model and rules from their names and returns its line
-    (:func:`~gsl_eq.sweep.task.run_cell`).
+    (:func:`~gsl_eq.sweep.task.run_cell`). The tasks run on a pool of worker processes (Ray actors,
+    one per ``cpus_per_cell`` CPUs), each fed the cells sharing most with what it ran
+    (:func:`shared_work`): a worker keeps the models it built and the checks it made.
 
     ``output``: a JSON Lines file each line is appended to as its cell finishes (whole lines,
     synced). Cells whose line is already in it are not run again (with ``retry_failed``, those
@@ -77,7 +79,7 @@ def sweep(
     if todo:
         with Cluster(address, num_cpus, runtime_env) as cluster, _bar(progress, len(cells), resumed) as advance:
             for finished in cluster.run(run_cell, [(cell,) for cell in todo], num_cpus=cpus_per_cell,
-                                        max_retries=max_retries, spread=spread):
+                                        max_retries=max_retries, spread=spread, affinity=shared_work):
                 cell = todo[finished.index]
                 line = _line(cell, finished)
                 if store is not None:
@@ -88,6 +90,13 @@ def sweep(
                     on_line(line)
     return SweepResult([lines[c.key] for c in cells], ran=len(todo), resumed=resumed,
                        path=None if output is None else Path(output), seconds=time.perf_counter() - start)
+
+
+def shared_work(cell: Cell) -> tuple[Any, ...]:
+    """What a cell shares with others in a worker process, most general first: the model (built once,
+    its reference outputs computed once for every check), then the rules, mode and ordering (greedy
+    mode gives one graph under every cost model: checked once)."""
+    return cell.model, cell.quick, cell.rules, cell.mode, cell.ordering
 
 
 def _line(cell: Cell, finished: Finished) -> dict[str, Any]:
