@@ -9,11 +9,15 @@ optimization; a numeric check of every optimized module against the original.
 Each model runs in its own process (forked once TVM's tensor intrinsics are
 loaded), so its peak memory is its own.
 
-    python benchmarks/run.py [--quick] [--models bert,vgg19] [--json results.json]
+    python benchmarks/run.py [--quick] [--models bert,vgg19] [--json results.json] [--address auto]
 
 ``--quick`` runs small versions of the models (under 5 minutes on 2 cores);
 the full run takes the published shapes. Both write BENCHMARKS.md's "suite"
 section (quick and full runs are kept apart) and the JSON results.
+``--address`` runs the models as Ray tasks (gsl_eq.cluster), each in a fresh
+worker process on a node of its own (a task takes the smallest node's CPUs, so
+latencies are timed with no other model beside them): on a cluster, the models
+run at once on its nodes; ``local`` starts a Ray instance on this machine.
 """
 
 from __future__ import annotations
@@ -32,21 +36,10 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE.parent))  # the gsl_eq of this checkout
 from report import machine, table, write_section  # noqa: E402
 
-# Small versions for --quick: same structure, fewer layers, smaller images.
-QUICK = {
-    "bert": dict(layers=2, seq=32, hidden=256, heads=4, ffn=1024),
-    "nasrnn": dict(steps=2, hidden=128),
-    "resnext50": dict(image_size=64, layers=(1, 1, 1, 1)),
-    "nasnet_a": dict(image_size=64, cells=1),
-    "inception_v3": dict(image_size=139, modules=(1, 1, 1)),
-    "squeezenet": dict(image_size=64),
-    "vgg19": dict(image_size=32, fc=256),
-    "resnet50": dict(image_size=64, layers=(1, 1, 1, 1)),
-    "hf_bert": dict(layers=2, hidden=128, heads=2, seq=32),
-    "hf_gpt2": dict(layers=2, hidden=128, heads=2, seq=32),
-}
+from gsl_eq.models.registry import QUICK  # noqa: E402  (small versions for --quick: fewer layers, smaller images)
 LIMITS = dict(node_limit=50_000, iter_limit=15, time_limit=120.0)  # the whole call: saturation, ILP and the rest
 ILP_TIME_LIMIT = 60.0
 REPEAT = 10
@@ -179,11 +172,40 @@ def measure_in_child(name: str, quick: bool, log: Path) -> dict:
     return row
 
 
+def measure_logged(name: str, quick: bool, log: str) -> dict:
+    """:func:`measure_one` in a Ray worker of its own, its output going to ``log``; a failure is its row's error."""
+    import traceback
+
+    with open(log, "w") as f:
+        os.dup2(f.fileno(), 1)
+        os.dup2(f.fileno(), 2)
+        try:
+            return measure_one(name, quick)
+        except Exception as e:  # the row records the failure; the log keeps the traceback
+            traceback.print_exc()
+            return {"model": name, "error": f"{type(e).__name__}: {e}"}
+
+
+def measure_on_ray(names: list[str], quick: bool, logs: Path, address: str):
+    """Each model's row as its Ray task finishes: ``(name, row)``. A task takes a whole node (the
+    smallest node's CPUs) and a fresh worker process, as :func:`measure_in_child` takes a process."""
+    from gsl_eq.cluster import Cluster
+
+    with Cluster(address) as cluster:
+        cpus = min(n["cpus"] for n in cluster.nodes())
+        for done in cluster.run(measure_logged, [(name, quick, str(logs / f"{name}.log")) for name in names],
+                                num_cpus=cpus, max_calls=1):
+            name = names[done.index]
+            yield name, done.value if done.error is None else {"model": name, "error": done.error}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small versions of the models")
     parser.add_argument("--models", help="comma-separated model names (default: all)")
     parser.add_argument("--json", help="where to write the results (default: benchmarks/results[-quick].json)")
+    parser.add_argument("--address", help="run the models as Ray tasks on this cluster (auto, ray://HOST:PORT, "
+                                          "HOST:PORT) or on a local Ray instance (local)")
     args = parser.parse_args()
     from rich.console import Console
     from rich.progress import Progress
@@ -192,20 +214,29 @@ def main() -> None:
     unknown = sorted(set(names) - set(QUICK))
     if unknown:
         parser.error(f"unknown models {unknown}; the suite has {list(QUICK)}")
-    importlib.import_module("tvm.s_tir.tensor_intrin")  # MetaSchedule loads it (15 s): once, before forking
+    if args.address is None:
+        importlib.import_module("tvm.s_tir.tensor_intrin")  # MetaSchedule loads it (15 s): once, before forking
 
     rows, console = [], Console()
     logs = Path(tempfile.mkdtemp(prefix="gsl_eq_bench_"))
     with Progress(console=console) as progress:
         task = progress.add_task("benchmarking", total=len(names))
-        for name in names:
-            progress.update(task, description=f"benchmarking {name}")
-            rows.append(measure_in_child(name, args.quick, logs / f"{name}.log"))
+        if args.address is None:
+            def measured():
+                for name in names:
+                    progress.update(task, description=f"benchmarking {name}")
+                    yield name, measure_in_child(name, args.quick, logs / f"{name}.log")
+        else:
+            progress.update(task, description=f"benchmarking {len(names)} models on Ray")
+            measured = lambda: measure_on_ray(names, args.quick, logs, args.address)  # noqa: E731
+        for name, row in measured():
+            rows.append(row)
             if "error" in rows[-1]:
                 console.print(f"[red]{name} failed: {rows[-1]['error']}[/] (log: {logs / f'{name}.log'})")
             else:
                 console.print(f"{name}: {rows[-1]['total_s']:.1f} s")
             progress.advance(task)
+    rows.sort(key=lambda row: names.index(row["model"]))
     kind = "quick" if args.quick else "full"
     out = Path(args.json or HERE / f"results-{kind}.json")
     out.write_text(json.dumps({"machine": machine(), "kind": kind, "rows": rows}, indent=1))

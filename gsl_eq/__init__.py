@@ -22,6 +22,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "optimize": ("OptimizeReport", "OptimizeResult", "optimize"),
     "orderings": ("OrderingComparison", "compare_orderings"),
     "soundness": ("RuleCheck", "check_rule"),
+    "sweep": ("SweepResult", "sweep"),
     "workload": ("FoldWarning", "Unfolded", "Workload"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}

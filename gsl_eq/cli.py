@@ -6,6 +6,8 @@
   gsl-eq orderings inception_block -n 24       greedy mode under rule orderings vs saturation
   gsl-eq check my_rules.py                     is each rule sound? (numeric check on drawn instances)
   gsl-eq explain my_rules.py resnet50          why (not) does each rule fire on a model?
+  gsl-eq sweep --models bert,nasrnn --quick -o sweep.jsonl
+                                               many models x rule sets x modes x cost models, on Ray
   gsl-eq bench --quick                         the benchmark suite (from a source checkout)
 
 Every table gives costs in microseconds (us) of the cost model named above it
@@ -52,7 +54,9 @@ RULE_SETS = {
     "default+algebraic": "default and algebraic together",
     "tvm": "the rules mirroring TVM's CombineParallelMatmul, FoldBatchnormToConv2D, "
            "DecomposeOpsForInference and RemoveRedundantReshape",
-}
+    "taso": "TASO's substitutions with a Relax meaning (single_rules.txt and multi_rules.txt)",
+    "tensat": "TENSAT's experiment set of TASO's substitutions (converted.txt and converted_multi.txt)",
+}  # gsl_eq.rules.sets.RULE_SETS; a sum of sets joined by + (tensat+default) is a set too
 DEMO_MODELS = {"bert_encoder": "12 BERT-style encoder layers", "inception_network": "an Inception-style CNN"}
 DEFAULTS = {"rules": "default", "cost": "roofline", "mode": "saturate", "extractor": "ilp", "node_limit": 50_000,
             "iter_limit": 30, "time_limit": 60.0, "n": 24, "seed": 0, "select": "cost", "candidates": 4,
@@ -63,33 +67,27 @@ SPEEDUP = "speedup = before / after (>1 is faster)"
 def model_registry() -> dict[str, Callable[[], Workload]]:
     """Every model the command builds by name (this imports gsl_eq.models, hence TVM): each function of
     gsl_eq.models that builds a workload from its default arguments, and the small Hugging Face encoders."""
-    import functools
-    import inspect
+    from .models.registry import model_registry as registry
 
-    from . import models
-
-    known: dict[str, Callable[[], Workload]] = {}
-    for name in models.__all__:
-        build = getattr(models, name)
-        if (inspect.isfunction(build) and not name.endswith("_module")
-                and all(p.default is not p.empty for p in inspect.signature(build).parameters.values())):
-            known[name] = build
-    known.update({name: functools.partial(models.hf_encoder, name) for name in models.HF_ENCODERS})
-    return dict(sorted(known.items()))
+    return registry()
 
 
 def rule_set(name: str) -> list:
-    """The rules of a named set (see RULE_SETS)."""
-    from . import rules
+    """The rules of a named set (see RULE_SETS) or of a sum of them (tensat+default)."""
+    from .rules.sets import rule_set as named
 
-    builders: dict[str, Callable[[], list]] = {
-        "default": rules.default,
-        "all": rules.all,
-        "algebraic": rules.algebraic,
-        "default+algebraic": lambda: [*rules.default(), *rules.algebraic()],
-        "tvm": rules.tvm_equivalents,
-    }
-    return builders[name]()
+    return named(name)
+
+
+def rule_set_name(spec: str) -> str:
+    """``spec`` if it names a rule set or a sum of them (argparse's check; nothing is imported)."""
+    parts = [part.strip() for part in spec.split("+")]
+    groups = [name for name in RULE_SETS if "+" not in name]
+    unknown = [part for part in parts if part not in groups]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown rule set {unknown[0]!r}; choose from {', '.join(groups)} "
+                                         "or a sum of them such as tensat+default")
+    return spec
 
 
 def load_rules(spec: str, names: Sequence[str] | None = None) -> list:
@@ -101,11 +99,16 @@ def load_rules(spec: str, names: Sequence[str] | None = None) -> list:
 
     from .frontend import Subst
 
-    if spec in RULE_SETS:
+    path = Path(spec)
+    if path.suffix != ".py":
+        try:
+            rule_set_name(spec)
+        except argparse.ArgumentTypeError:
+            raise GslEqError(f"{spec}: neither a rule set ({', '.join(RULE_SETS)}, or a sum of them) "
+                             "nor a Python file") from None
         found = rule_set(spec)
     else:
-        path = Path(spec)
-        if path.suffix != ".py" or not path.is_file():
+        if not path.is_file():
             raise GslEqError(f"{spec}: neither a rule set ({', '.join(RULE_SETS)}) nor a Python file")
         scope = runpy.run_path(str(path))
         found = []
@@ -126,30 +129,11 @@ def load_rules(spec: str, names: Sequence[str] | None = None) -> list:
 
 
 def load_model(spec: str) -> Workload:
-    """A model by name, or from a Python file defining `workload` (a Workload), `mod` (an IRModule,
-    its parameters kept as runtime inputs), or `model` (a torch module) with `example_inputs`."""
-    import runpy
+    """A model by name, or from a Python file defining `workload` (a Workload), `mod` (an IRModule, its
+    parameters kept as runtime inputs), or `model` (a torch module) with `example_inputs`."""
+    from .models.registry import load_model as load
 
-    import tvm
-
-    from .workload import Workload
-
-    path = Path(spec)
-    if path.suffix == ".py":
-        if not path.is_file():
-            raise GslEqError(f"{spec}: no such file")
-        scope = runpy.run_path(str(path))
-        if isinstance(scope.get("workload"), Workload):
-            return scope["workload"]
-        if isinstance(scope.get("mod"), tvm.IRModule):
-            return Workload(scope["mod"], {})
-        if scope.get("model") is not None and "example_inputs" in scope:
-            return Workload.from_torch(scope["model"], scope["example_inputs"])
-        raise GslEqError(f"{spec} defines none of: workload (a gsl_eq.Workload), mod (a tvm.IRModule), "
-                         "model (a torch.nn.Module) with example_inputs")
-    if spec not in MODEL_NAMES:
-        raise GslEqError(f"unknown model {spec!r}; choose one of {', '.join(MODEL_NAMES)} or give a .py file")
-    return model_registry()[spec]()
+    return load(spec)
 
 
 def optimize_with_progress(console: Console, wl: Workload, rule_list: list, mode: str, **options: Any) -> OptimizeResult:
@@ -337,7 +321,7 @@ def run_orderings(console: Console, args: argparse.Namespace) -> int:
               else contextlib.nullcontext())
     with status:
         comparison = compare_orderings(wl, rule_set(args.rules), orderings=args.n, cost=args.cost, seed=args.seed,
-                                       plot=args.plot)
+                                       plot=args.plot, address=args.address)
     model, unit = comparison.cost_model, comparison.cost_unit
     table = Table()
     for column in ("mode", "ordering", f"cost ({shown_unit(unit)})", "speedup", "op calls", "time (s)"):
@@ -418,6 +402,40 @@ def run_explain(console: Console, args: argparse.Namespace) -> int:
     return 0
 
 
+def run_sweep(console: Console, args: argparse.Namespace) -> int:
+    """Run the sweep's cells on Ray; print each line as it comes (in a pipe; a progress bar on terminals),
+    then the summary table. Exits with 1 if a cell failed."""
+    from rich.markup import escape
+
+    from .sweep import sweep
+
+    def names(text: str) -> list[str]:
+        return [name.strip() for name in text.split(",")]
+
+    def shown(line: dict) -> None:
+        if not console.is_terminal:
+            status = f"error: {line['error']}" if line.get("error") else \
+                f"{fmt_cost(line['cost_before'], line['cost_unit'])} -> {fmt_cost(line['cost_after'], line['cost_unit'])} " \
+                f"{shown_unit(line['cost_unit'])}, {fmt_speedup(line['cost_before'], line['cost_after'])}"
+            console.print(escape(f"{Path(line['model']).name} · {line['rules']} · {line['mode']} · {line['cost_model']}"
+                                 + (f" · {line['extractor']}" if line.get("extractor") else "") + f": {status}"))
+
+    limits = {"node_limit": args.node_limit, "iter_limit": args.iter_limit, "time_limit": args.time_limit}
+    result = sweep(names(args.models), names(args.rules), names(args.modes), names(args.costs), names(args.extractors),
+                   orderings=args.orderings, seed=args.seed, quick=args.quick, output=args.output,
+                   address=args.address, num_cpus=args.cpus, retry_failed=args.retry_failed, progress=True,
+                   on_line=shown, **{k: v for k, v in limits.items() if v is not None})
+    console.print(result.table())
+    where = f"{len(result.nodes())} Ray node(s)" if result.nodes() else "no Ray node (every cell was in the file)"
+    console.print(f"wrote {args.output}: {len(result.lines)} cells, {result.ran} run now on {where}, "
+                  f"{result.resumed} read back, {len(result.failed)} failed; {result.seconds:.1f} s")
+    if args.plot:
+        console.print(f"wrote {result.plot(args.plot)} (speedups)")
+    if args.html:
+        console.print(f"wrote {result.to_html(args.html)} (page)")
+    return 1 if result.failed else 0
+
+
 def run_bench(args: argparse.Namespace) -> int:
     """Run the benchmark suite of a source checkout (benchmarks/run.py is not installed with the package)."""
     import subprocess
@@ -425,7 +443,8 @@ def run_bench(args: argparse.Namespace) -> int:
     script = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
     if not script.is_file():
         raise GslEqError(f"gsl-eq bench needs a source checkout of gsl_eq: {script} does not exist")
-    extra = (["--quick"] if args.quick else []) + (["--models", args.models] if args.models else [])
+    extra = (["--quick"] if args.quick else []) + (["--models", args.models] if args.models else []) + \
+        (["--address", args.address] if args.address else [])
     return subprocess.run([sys.executable, str(script), *extra]).returncode
 
 
@@ -450,7 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
     raw = argparse.RawDescriptionHelpFormatter  # descriptions and epilogs are wrapped here, lists kept
     parser = argparse.ArgumentParser(prog="gsl-eq", description=__doc__, formatter_class=raw)
     sub = parser.add_subparsers(dest="command", required=True, metavar="command",
-                                help="demo, optimize, orderings, check, explain or bench")
+                                help="demo, optimize, orderings, check, explain, sweep or bench")
     sub.add_parser("demo", help="optimize the embedded models in both modes, with a numeric check",
                    formatter_class=raw, epilog=_listing("models", DEMO_MODELS), description=_paragraph(
                        "Optimize the embedded models in both modes, greedy (default rules in order) and saturate "
@@ -467,8 +486,9 @@ def build_parser() -> argparse.ArgumentParser:
             f"{description} Costs in us of the cost model (op calls for opcount); {SPEEDUP}."))
         p.add_argument("model", help="a model name (listed below) or a .py file defining workload (a gsl_eq.Workload), "
                                      "mod (a tvm.IRModule) or model (a torch.nn.Module) with example_inputs")
-        p.add_argument("--rules", choices=list(RULE_SETS), default=d["rules"], metavar="SET",
-                       help=f"the rule set, one of {', '.join(RULE_SETS)} (listed below; default: {d['rules']})")
+        p.add_argument("--rules", type=rule_set_name, default=d["rules"], metavar="SET",
+                       help=f"the rule set, one of {', '.join(RULE_SETS)} (listed below), or a sum of them such as "
+                            f"tensat+default (default: {d['rules']})")
         p.add_argument("--cost", choices=COST_MODELS, default=d["cost"],
                        help="the cost model: roofline (time from FLOPs and bytes moved), measured (each distinct "
                             "call timed with TVM on this CPU, cached in ~/.cache/gsl_eq) or opcount (one per op "
@@ -517,6 +537,10 @@ def build_parser() -> argparse.ArgumentParser:
     order.add_argument("--plot", metavar="FILE", help="save a bar chart of each ordering's cost against saturation's (PNG)")
     order.add_argument("--html", metavar="FILE", help="write a self-contained page: each ordering's speedup and "
                                                       "saturation's as a chart, and the table")
+    order.add_argument("--address", metavar="ADDRESS",
+                       help="run the orderings and the saturation at once as Ray tasks: on a local Ray instance "
+                            "(local) or the cluster at ADDRESS (auto, ray://HOST:PORT, a head's HOST:PORT) "
+                            "(default: one after another in this process)")
     rules_help = ("a Python file of rules (every gsl_eq.Subst it defines, in lists too, and what its zero-argument "
                   f"functions returning a Subst build) or a rule set: {', '.join(RULE_SETS)}")
     check = sub.add_parser("check", help="check rules numerically: sound, counterexample, untyped, or no instance",
@@ -548,6 +572,57 @@ def build_parser() -> argparse.ArgumentParser:
     why.add_argument("--limit", type=int, default=20, metavar="N",
                      help="places shown per rule; the rest are counted by reason (default: 20)")
     why.add_argument("--json", action="store_true", help="print every place as JSON instead of tables")
+    sweep = sub.add_parser("sweep", help="many models x rule sets x modes x cost models, each cell a Ray task",
+                           formatter_class=raw, epilog="\n\n".join([_listing("models", MODEL_NAMES),
+                                                                    _listing("rule sets", RULE_SETS)]),
+                           description=_paragraph(
+                               "Optimize every cell of models x rule sets x modes x cost models (x extractors for "
+                               "saturate mode, x rule orderings for greedy mode), each cell a Ray task on a local "
+                               "Ray instance or a cluster (pip install \"gsl_eq[ray]\"). Each cell's line goes to "
+                               "the JSON Lines file as it finishes; run again with the same file, only the cells "
+                               "missing from it run. A cell that fails is recorded with its error and the sweep "
+                               "goes on; a cell whose worker dies runs again. Greedy mode runs the rules with a "
+                               "connected source only, and says so. Exits with 1 if a cell failed. "
+                               f"Costs in us of each cell's cost model (op calls for opcount); {SPEEDUP}."))
+    sweep.add_argument("--models", required=True, metavar="NAMES",
+                       help="comma-separated model names (listed below) or .py files defining workload, mod, or "
+                            "model with example_inputs")
+    sweep.add_argument("--rules", default=d["rules"], metavar="SETS",
+                       help=f"comma-separated rule sets (listed below) or sums such as tensat+default "
+                            f"(default: {d['rules']})")
+    sweep.add_argument("--modes", default=",".join(MODES), metavar="MODES",
+                       help=f"comma-separated modes, of {', '.join(MODES)} (default: both)")
+    sweep.add_argument("--costs", default=d["cost"], metavar="MODELS",
+                       help=f"comma-separated cost models, of {', '.join(COST_MODELS)} (default: {d['cost']})")
+    sweep.add_argument("--extractors", default=d["extractor"], metavar="NAMES",
+                       help=f"comma-separated extractors for saturate mode, of {', '.join(EXTRACTORS)} "
+                            f"(default: {d['extractor']})")
+    sweep.add_argument("--orderings", type=int, metavar="N",
+                       help="run greedy mode under N orderings of the rules (every permutation when there are "
+                            "fewer; default: the rule set's own order only)")
+    sweep.add_argument("--seed", type=int, default=d["seed"],
+                       help=f"seed of the sample of orderings (default: {d['seed']})")
+    sweep.add_argument("--quick", action="store_true",
+                       help="small versions of the models, as gsl-eq bench --quick (models without one are "
+                            "small already)")
+    sweep.add_argument("-o", "--output", required=True, metavar="FILE",
+                       help="the JSON Lines file of results, one line per cell; cells already in it are skipped")
+    sweep.add_argument("--address", metavar="ADDRESS",
+                       help="join a running Ray cluster: auto (the one this machine belongs to), ray://HOST:PORT "
+                            "(Ray Client) or a head node's HOST:PORT (default: start a local Ray instance)")
+    sweep.add_argument("--cpus", type=int, metavar="N",
+                       help="CPUs of the local Ray instance, one cell per CPU at a time (default: every core)")
+    sweep.add_argument("--node-limit", type=int, metavar="N",
+                       help=f"most e-nodes (greedy mode: graph nodes) per cell (default: {d['node_limit']})")
+    sweep.add_argument("--iter-limit", type=int, metavar="N",
+                       help=f"most iterations (greedy mode: rounds) per cell (default: {d['iter_limit']})")
+    sweep.add_argument("--time-limit", type=float, metavar="SECONDS",
+                       help=f"seconds per cell, as optimize's --time-limit (default: {d['time_limit']:g})")
+    sweep.add_argument("--retry-failed", action="store_true",
+                       help="run again the cells whose line in the file records an error")
+    sweep.add_argument("--plot", metavar="FILE", help="save a bar chart of each cell's speedup (PNG)")
+    sweep.add_argument("--html", metavar="FILE", help="write a self-contained page: each cell's speedup as a "
+                                                      "chart, and the table")
     bench = sub.add_parser("bench", help="run the benchmark suite (benchmarks/run.py) and update BENCHMARKS.md",
                            description="Run the benchmark suite of a source checkout (benchmarks/run.py): the zoo "
                                        "models through both modes and TVM's own passes, with latency on the CPU; "
@@ -556,6 +631,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="small versions of the models (about 4 minutes on 2 cores; the full run takes about 15)")
     bench.add_argument("--models", metavar="NAMES",
                        help="comma-separated names of the suite's models (default: all of them)")
+    bench.add_argument("--address", metavar="ADDRESS",
+                       help="run the models as Ray tasks, each on a node of its own (its latency is timed): on the "
+                            "cluster at ADDRESS (auto, ray://HOST:PORT, a head's HOST:PORT) or on a local instance "
+                            "(local) (default: one after another, each in a process of its own)")
     return parser
 
 
@@ -575,6 +654,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_check(console, args)
         if args.command == "explain":
             return run_explain(console, args)
+        if args.command == "sweep":
+            return run_sweep(console, args)
         return run_optimize(console, args) if args.command == "optimize" else run_orderings(console, args)
     except (GslEqError, ValueError) as err:
         console.print(f"[red]error:[/] {escape(str(err))}")

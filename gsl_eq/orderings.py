@@ -17,9 +17,10 @@ from typing import Any, Sequence
 
 import tvm
 
+from .errors import GslEqError
 from .extract import CostModel, get_cost_model
 from .frontend import Subst
-from .optimize import OptimizeReport, cost_unit, display_unit, optimize, speedup
+from .optimize import OptimizeReport, as_workload, cost_unit, display_unit, optimize, speedup
 from .workload import Workload
 
 
@@ -126,6 +127,7 @@ def compare_orderings(
     cost: str | CostModel = "roofline",
     seed: int = 0,
     plot: str | Path | None = None,
+    address: str | None = None,
     **saturate_options: Any,
 ) -> OrderingComparison:
     """Greedy mode under each ordering of ``rules`` and saturate mode once, same rules, same cost model.
@@ -134,6 +136,12 @@ def compare_orderings(
     rules, else a seeded sample), or the orders themselves (indices or names).
     ``saturate_options`` go to :func:`optimize` (limits, extractor). With
     ``plot``, a chart is saved there too.
+
+    ``address``: run the orderings and the saturation as Ray tasks at once, on the cluster at
+    ``address`` (``"auto"``, ``"ray://HOST:PORT"``, a head's ``"HOST:PORT"``) or on a local
+    instance started for the call (``"local"``); see :class:`~gsl_eq.cluster.Cluster`. The
+    workload and the rules go to the object store once; each task returns its report. The costs
+    are those of the serial run (default: None, one run after another in this process).
     """
     model = get_cost_model(cost)
     rules = list(rules)
@@ -141,12 +149,40 @@ def compare_orderings(
     orders = [[names.index(o) if isinstance(o, str) else o for o in order]
               for order in orderings_of(len(rules), orderings, seed)]
     result = OrderingComparison(model.name, math.nan, cost_unit=cost_unit(model))
-    for order in orders:
-        report = optimize(workload, rules, mode="greedy", cost=model, order=order).report
-        result.cost_before = report.cost_before
+    jobs: list[tuple[str, list[int] | None, dict[str, Any]]] = [("greedy", order, {}) for order in orders]
+    jobs.append(("saturate", None, saturate_options))
+    if address is None:
+        reports = [_report(workload, rules, mode, model, order, options) for mode, order, options in jobs]
+    else:
+        reports = _on_ray(address, workload, rules, model, jobs)
+    for order, report in zip(orders, reports):
         result.greedy.append(([names[i] for i in order], report))
-    result.saturate = optimize(workload, rules, mode="saturate", cost=model, **saturate_options).report
+    result.saturate = reports[-1]
     result.cost_before = result.saturate.cost_before
     if plot is not None:
         result.plot(plot)
     return result
+
+
+def _report(workload: Workload | tvm.IRModule, rules: list[Subst], mode: str, cost: CostModel,
+            order: list[int] | None, options: dict[str, Any]) -> OptimizeReport:
+    """One run of the comparison (in this process or in a Ray task): its report."""
+    return optimize(workload, rules, mode=mode, cost=cost, order=order, **options).report
+
+
+def _on_ray(address: str, workload: Workload | tvm.IRModule, rules: list[Subst], cost: CostModel,
+            jobs: list[tuple[str, list[int] | None, dict[str, Any]]]) -> list[OptimizeReport]:
+    """The reports of ``jobs`` run as Ray tasks, in the order of ``jobs``; a task's error is raised."""
+    from .cluster import Cluster
+
+    reports: list[OptimizeReport | None] = [None] * len(jobs)
+    with Cluster(address) as cluster:  # an IRModule does not pickle; its workload does (see Workload.__reduce__)
+        shared_workload, shared_rules = cluster.put(as_workload(workload)), cluster.put(rules)
+        for done in cluster.run(_report, [(shared_workload, shared_rules, mode, cost, order, options)
+                                          for mode, order, options in jobs]):
+            if done.error is not None:
+                mode, order, _ = jobs[done.index]
+                raise GslEqError(f"the {mode} run" + (f" under order {order}" if order else "") +
+                                 f" failed on the Ray cluster: {done.error}")
+            reports[done.index] = done.value
+    return [r for r in reports if r is not None]

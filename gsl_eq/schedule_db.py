@@ -12,13 +12,14 @@ cached kernel is rebuilt by drawing that seed again, which is deterministic; not
     db = ScheduleDatabase(samples=4)
     executable = db.build(workload.mod)   # legalize, fuse, schedule every kernel, build
     db.measurements                          # samples timed by this instance: 0 once all are cached
+    db.fill([a.mod, b.mod], address="auto")  # the kernels not cached, timed as Ray tasks, merged into the cache
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import tvm
@@ -48,19 +49,21 @@ class ScheduleDatabase:
 
     Each draw gives one schedule per sketch of the kernel's design space; each schedule is built and
     timed (``number`` runs per repeat, ``repeat`` repeats, the fastest repeat kept).
-    ``measurements`` counts the schedules this instance timed.
+    ``measurements`` counts the schedules this instance timed. ``target``: ``"llvm"`` is this
+    CPU with all its cores; else a TVM target string or configuration.
     """
 
     CACHE_FILE = "schedules.json"
     _FORMAT = 1
 
-    def __init__(self, target: str = "llvm", samples: int = 8, seed: int = 0,
+    def __init__(self, target: str | dict[str, Any] = "llvm", samples: int = 8, seed: int = 0,
                  cache_dir: str | os.PathLike[str] | None = None, number: int = 10, repeat: int = 3):
         if samples < 1:
             raise ValueError(f"samples must be at least 1, not {samples}")
         self._target_name = target
-        self.target = tvm.target.Target({"kind": "llvm", "num-cores": os.cpu_count() or 1}) if target == "llvm" \
-            else tvm.target.Target(target)
+        #: What the target is made from: another process builds the same target (and keys) from it.
+        self._target_config = {"kind": "llvm", "num-cores": os.cpu_count() or 1} if target == "llvm" else target
+        self.target = tvm.target.Target(self._target_config)
         self.samples, self.seed = samples, seed
         self.number, self.repeat = number, repeat
         self.measurements = 0
@@ -97,18 +100,78 @@ class ScheduleDatabase:
         """The winning draw of ``kernel`` (a module holding one PrimFunc ``main``), measured if new."""
         return self._best(kernel)[1]
 
+    def kernels(self, mod: tvm.IRModule) -> list[tvm.IRModule]:
+        """The distinct kernels (modules of one PrimFunc ``main``) TVM builds for Relax module ``mod``."""
+        from tvm.s_tir import meta_schedule as ms
+
+        found: dict[str, tvm.IRModule] = {}
+        for task in ms.relax_integration.extract_tasks(self.fuse(mod), self.target):
+            found.setdefault(self.key(task.dispatched[0]), task.dispatched[0])
+        return list(found.values())
+
+    def cached(self, kernel: tvm.IRModule) -> bool:
+        """Whether the cache holds ``kernel``'s winning draw."""
+        return self.key(kernel) in self._cache.read()
+
+    def fill(self, mods: Sequence[tvm.IRModule], address: str | None = None, num_cpus: float | None = None,
+             max_retries: int = 3) -> int:
+        """Time the kernels of ``mods`` the cache lacks as Ray tasks, one task per kernel, and merge
+        their winning draws into this database's cache in one write; returns how many were timed.
+
+        ``address`` is the Ray cluster's (see :class:`~gsl_eq.cluster.Cluster`; None starts a local
+        instance). A kernel is timed on a whole node by default (``num_cpus``: the smallest node's
+        CPUs), as the kernels run: timing two at once on one machine would slow both. Each task
+        draws the same seeds as :meth:`choice` would and reports the kernel's key as it computed
+        it; a kernel whose key changed on the way is refused (a RuntimeError)."""
+        from .cluster import Cluster
+
+        missing: dict[str, tvm.IRModule] = {}
+        known = self._cache.read()
+        for mod in mods:
+            for kernel in self.kernels(mod):
+                key = self.key(kernel)
+                if key not in known:
+                    missing.setdefault(key, kernel)
+        if not missing:
+            return 0
+        keys = list(missing)
+        settings = self.settings()
+        choices: dict[str, Choice] = {}
+        with Cluster(address) as cluster:
+            cpus = num_cpus if num_cpus is not None else min((n["cpus"] for n in cluster.nodes()), default=1) or 1
+            for done in cluster.run(measure_kernel, [(settings, missing[key].script()) for key in keys],
+                                    num_cpus=cpus, max_retries=max_retries):
+                key = keys[done.index]
+                if done.error is not None:
+                    raise RuntimeError(f"timing kernel {key} failed on the Ray cluster: {done.error}")
+                their_key, entry = done.value
+                if their_key != key:
+                    raise RuntimeError(f"kernel {key} was keyed {their_key} by its task: the node's TVM or target "
+                                       "differs from this one's, or the kernel's TVMScript did not read back the same")
+                choices[key] = Choice(*entry)
+        self.record(choices)
+        return len(choices)
+
+    def settings(self) -> dict[str, Any]:
+        """What a database drawing and timing as this one does is built from (in another process)."""
+        return {"target": self._target_config, "samples": self.samples, "seed": self.seed,
+                "cache_dir": str(self._cache.directory), "number": self.number, "repeat": self.repeat}
+
+    def record(self, choices: Mapping[str, Choice]) -> None:
+        """Merge winning draws (by :meth:`key`) into the cache file, in one locked write."""
+        if choices:
+            self._cache.merge({key: [c.seed, c.sketch, c.seconds] for key, c in choices.items()})
+
     # --- one kernel ----------------------------------------------------------------------
-    def _key(self, kernel: tvm.IRModule) -> str:
+    def key(self, kernel: tvm.IRModule) -> str:
+        """The cache key of ``kernel``: its structural hash, the target, draws, seed and TVM's version."""
         import tvm_ffi
 
         return f"{tvm_ffi.structural_hash(kernel)}|{self.target}|{self.samples}|{self.seed}|{tvm.__version__}"
 
-    def _best(self, kernel: tvm.IRModule) -> tuple[Any, Choice]:
-        key = self._key(kernel)
-        known = self._cache.read().get(key)
-        if known is not None:
-            choice = Choice(*known)
-            return self._draw(kernel, choice.seed)[choice.sketch].trace, choice
+    def measure(self, kernel: tvm.IRModule) -> tuple[Any, Choice]:
+        """Draw and time ``kernel``'s samples (the cache is neither read nor written): the winning
+        schedule's trace and its :class:`Choice`."""
         best: tuple[Any, Choice] | None = None
         for k in range(self.samples):
             seed = self.seed * 1_000 + k + 1  # MetaSchedule treats seed -1 as "random": start at 1
@@ -119,7 +182,16 @@ class ScheduleDatabase:
                     best = (schedule.trace, Choice(seed, sketch, seconds))
         if best is None:
             raise RuntimeError(f"no schedule of kernel {kernel['main'].attrs} passed MetaSchedule's checks")
-        self._cache.merge({key: [best[1].seed, best[1].sketch, best[1].seconds]})
+        return best
+
+    def _best(self, kernel: tvm.IRModule) -> tuple[Any, Choice]:
+        key = self.key(kernel)
+        known = self._cache.read().get(key)
+        if known is not None:
+            choice = Choice(*known)
+            return self._draw(kernel, choice.seed)[choice.sketch].trace, choice
+        best = self.measure(kernel)
+        self.record({key: best[1]})
         return best
 
     def _draw(self, kernel: tvm.IRModule, seed: int) -> list[Any]:
@@ -149,3 +221,14 @@ class ScheduleDatabase:
     def __repr__(self) -> str:
         return f"ScheduleDatabase(target={str(self.target)!r}, samples={self.samples}, seed={self.seed}, " \
                f"cache={str(self._cache.path)!r})"
+
+
+def measure_kernel(settings: dict[str, Any], script: str) -> tuple[str, list[Any]]:
+    """A Ray task of :meth:`ScheduleDatabase.fill`: the kernel given as TVMScript, its key as a
+    database of ``settings`` computes it, and its winning draw ``[seed, sketch, seconds]``."""
+    database = ScheduleDatabase(**settings)
+    kernel = tvm.script.from_source(script)
+    if not isinstance(kernel, tvm.IRModule):
+        kernel = tvm.IRModule({"main": kernel})
+    choice = database.measure(kernel)[1]
+    return database.key(kernel), [choice.seed, choice.sketch, choice.seconds]

@@ -296,8 +296,21 @@ class Workload:
 
         return draw(self._graph, self._params, max_nodes=max_nodes).save(path)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """A workload pickles as its graph (flat, see :class:`~gsl_eq.graph.Graph`) and its parameters, so
+        it can be sent to another process (a Ray task); the module is rebuilt there from the graph."""
+        return _unpickled, (self._graph, dict(self._params), self.unfolded)
+
     def __repr__(self) -> str:
         return f"Workload({len(self._graph)} nodes, inputs {self.input_names}, {len(self._params)} params)"
+
+
+def _unpickled(graph: Graph, params: dict[str, np.ndarray], unfolded: tuple[Unfolded, ...]) -> Workload:
+    """The workload :meth:`Workload.__reduce__` pickled."""
+    wl = Workload(to_relax(graph), params)
+    if unfolded:
+        wl.unfolded = unfolded
+    return wl
 
 
 class _Folder:

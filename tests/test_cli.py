@@ -12,7 +12,8 @@ import tvm
 from gsl_eq import cli
 from gsl_eq.cli import main
 
-HEAVY = ("tvm", "egglog", "torch", "numpy", "gsl_eq.optimize", "gsl_eq.models", "gsl_eq.rules", "gsl_eq.workload")
+HEAVY = ("tvm", "egglog", "torch", "numpy", "ray", "gsl_eq.optimize", "gsl_eq.models", "gsl_eq.rules", "gsl_eq.workload",
+         "gsl_eq.sweep")
 ANSI = re.compile(r"\x1b\[")
 
 
@@ -46,7 +47,7 @@ def check_clean(out: str) -> None:
 def test_help_answers_without_importing_tvm_or_the_library():
     code = ("import sys\nfrom gsl_eq.cli import main\n"
             "for argv in (['--help'], ['demo', '--help'], ['optimize', '--help'], ['orderings', '--help'], "
-            "['bench', '--help']):\n"
+            "['sweep', '--help'], ['bench', '--help']):\n"
             "    try:\n        main(argv)\n    except SystemExit as e:\n        assert e.code == 0, argv\n"
             f"print('loaded:', [m for m in {HEAVY!r} if m in sys.modules])\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -64,7 +65,7 @@ def test_every_option_of_every_command_is_explained(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
     parser = cli.build_parser()
     commands = next(a for a in parser._actions if isinstance(a, cli.argparse._SubParsersAction)).choices
-    assert list(commands) == ["demo", "optimize", "orderings", "check", "explain", "bench"]
+    assert list(commands) == ["demo", "optimize", "orderings", "check", "explain", "sweep", "bench"]
     texts = {"": command_help(capsys)}
     for name, sub in commands.items():
         texts[name] = shown = " ".join(command_help(capsys, name).split())
@@ -75,7 +76,7 @@ def test_every_option_of_every_command_is_explained(capsys, monkeypatch):
         assert name in texts[""]
     for text in texts.values():
         assert "``" not in text and ":func:" not in text and ":class:" not in text  # no RST
-    for name in ("optimize", "orderings"):
+    for name in ("optimize", "orderings", "sweep"):
         assert all(model in texts[name] for model in cli.MODEL_NAMES)
         assert all(f"{rule_set} {description}" in texts[name] for rule_set, description in cli.RULE_SETS.items())
         assert "speedup = before / after (>1 is faster)" in texts[name]
@@ -89,10 +90,14 @@ def test_the_names_help_lists_are_the_librarys():
 
     assert cli.MODEL_NAMES == tuple(cli.model_registry())
     assert "hf_encoder" not in cli.MODEL_NAMES and "hf_llama_module" not in cli.MODEL_NAMES  # need arguments / not workloads
+    from gsl_eq.rules.sets import RULE_SETS
+
     assert (cli.MODES, cli.EXTRACTORS, cli.COST_MODELS) == (MODES, EXTRACTORS, tuple(COST_MODELS))
-    for name in cli.RULE_SETS:
+    assert cli.RULE_SETS == RULE_SETS
+    for name in [*cli.RULE_SETS, "tensat+default"]:
         rules = cli.rule_set(name)
         assert rules and all(isinstance(r, Subst) for r in rules)
+        assert cli.rule_set_name(name) == name
 
 
 def test_every_package_export_still_imports():
@@ -104,7 +109,7 @@ def test_every_package_export_still_imports():
             "assert inspect.isfunction(check_rule) and inspect.isfunction(explain)\n"
             "print('ok', len(gsl_eq.__all__))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["ok", "24"]
+    assert out.split() == ["ok", "26"]
 
 
 # --------------------------------------------------------------------------- commands
@@ -256,3 +261,20 @@ def test_optimize_with_measured_selection_prints_every_candidate(tmp_path, capsy
     out = capsys.readouterr().out
     assert out.count("candidate ") == 2 and "max |diff| = 0.0e+00" in out
     check_clean(out)
+
+
+def test_bench_passes_its_options_to_the_suite(monkeypatch):
+    ran = []
+    monkeypatch.setattr(subprocess, "run", lambda argv, **_: ran.append(argv) or subprocess.CompletedProcess(argv, 0))
+    assert main(["bench", "--quick", "--models", "nasrnn", "--address", "local"]) == 0
+    (argv,) = ran
+    assert argv[1].endswith("benchmarks/run.py") and argv[2:] == ["--quick", "--models", "nasrnn", "--address", "local"]
+
+
+def test_rule_set_sums_are_taken_and_unknown_parts_named(capsys):
+    assert main(["explain", "tensat+default", "diamond_conv", "--rules", "diamond_conv_add", "--json"]) == 0
+    (why,) = json.loads(capsys.readouterr().out)
+    assert why["rule"] == "diamond_conv_add"
+    with pytest.raises(SystemExit):
+        main(["optimize", "diamond_conv", "--rules", "default+nosuch"])
+    assert "unknown rule set 'nosuch'" in capsys.readouterr().err

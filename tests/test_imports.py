@@ -9,9 +9,11 @@ import gsl_eq
 ROOT = Path(gsl_eq.__file__).parent
 #: The pipeline, first to last: a package may import the ones before it. The language (frontend)
 #: comes before every executor; saturate mode (egraph) reuses greedy mode's matcher and builder.
-LAYERS = ["errors", "limits", "disk_cache", "graph", "drawing", "workload", "models", "frontend", "rules", "greedy",
-          "soundness", "egraph", "schedule_db", "extract", "verify", "selection", "pages", "optimize", "orderings",
-          "cli"]
+#: The Ray engine (cluster) knows nothing of gsl_eq: the schedule database, compare_orderings,
+#: sweeps and the benchmark suite run their tasks on it.
+LAYERS = ["errors", "limits", "disk_cache", "cluster", "graph", "drawing", "workload", "models", "frontend", "rules",
+          "greedy", "soundness", "egraph", "schedule_db", "extract", "verify", "selection", "pages", "optimize",
+          "orderings", "sweep", "cli"]
 
 
 def module_name(path: Path) -> tuple[str, ...]:
@@ -59,7 +61,21 @@ def test_each_package_imports_only_packages_before_it():
 
 def test_the_language_imports_no_executor():
     frontend = {target[0] for module, targets in MODULES.items() if module[0] == "frontend" for target in targets}
-    assert not frontend & {"greedy", "egraph", "extract", "optimize"}
+    assert not frontend & {"greedy", "egraph", "extract", "optimize", "cluster", "sweep"}
+
+
+def test_only_the_engine_imports_ray():
+    """Ray is an extra: only gsl_eq.cluster imports it, and only inside its functions (import gsl_eq stays light)."""
+    importers = set()
+    for path in ROOT.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            if any(name.split(".")[0] == "ray" for name in names):
+                importers.add(module_name(path))
+                assert not any(node is top for top in tree.body), f"{path} imports ray at module level"
+    assert importers == {("cluster",)}
 
 
 def test_no_two_modules_import_each_other():

@@ -225,3 +225,32 @@ def test_random_integer_inputs_stay_in_range_for_what_they_index():
     np.testing.assert_array_equal(rows, x_value[inputs["ids"].reshape(-1)])  # in range: numpy agrees
     np.testing.assert_array_equal(gathered, np.take_along_axis(x_value, inputs["where"][:, :4], axis=1))
     np.testing.assert_array_equal(flat_taken, x_value.reshape(-1)[inputs["flat"]])
+
+
+def test_a_workload_pickles_through_its_graph_however_deep():
+    import pickle
+
+    from gsl_eq.graph import TensorType
+    from gsl_eq.models import bert_encoder
+
+    wl = bert_encoder(layers=12).fold_params()
+    back = pickle.loads(pickle.dumps(wl))
+    assert [(n.kind, n.op, n.type, n.name) for n in back.graph.rpo()] == \
+        [(n.kind, n.op, n.type, n.name) for n in wl.graph.rpo()]
+    assert back.input_names == wl.input_names and back.unfolded == wl.unfolded
+    assert all(np.array_equal(back.params[k], wl.params[k]) for k in wl.params) and set(back.params) == set(wl.params)
+    inputs = wl.random_inputs(0)
+    np.testing.assert_array_equal(back(**inputs), wl(**inputs))
+    consts = Workload.from_expr(R.add(tvar("x", 2, 2), relax.const(np.ones((2, 2), "float32"))), {"x"})
+    again = pickle.loads(pickle.dumps(consts))
+    assert [n.kind for n in again.graph.rpo()] == [n.kind for n in consts.graph.rpo()]
+    np.testing.assert_array_equal(again(x=np.ones((2, 2), "float32")), consts(x=np.ones((2, 2), "float32")))
+    ty = TensorType((4,), "float32")  # a chain of 20,000 calls: node by node, pickling would recurse too deep
+    x = Node.var("x", ty)
+    node = x
+    for _ in range(20_000):
+        node = Node(Kind.CALL, ty, [node], op="relax.nn.relu")
+    with pytest.raises(RecursionError):
+        pickle.dumps(node)
+    chain = pickle.loads(pickle.dumps(Graph([x], [node])))
+    assert len(chain) == 20_001 and chain.inputs[0].name == "x" and chain.outputs[0].op == "relax.nn.relu"

@@ -179,6 +179,16 @@ class Graph:
     def __iter__(self):
         return iter(self.rpo())
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """A graph pickles flat: its nodes in order, each naming its inputs by position, so a graph
+        of any depth crosses to another process (a Ray task) without deep recursion."""
+        nodes = list(dict.fromkeys([*self.inputs, *self.rpo()]))
+        index = {node: k for k, node in enumerate(nodes)}
+        records = [(n.kind.value, n.type, tuple(index[i] for i in n.inputs), n.op, n.attrs, n.name, n.value)
+                   for n in nodes]
+        return _unflatten, (records, [index[n] for n in self.inputs], [index[n] for n in self.outputs],
+                            self.returns_tuple)
+
     def op_counts(self) -> Counter[str]:
         """How many calls of each op the graph holds."""
         return Counter(n.op for n in self.rpo() if n.kind is Kind.CALL)
@@ -222,3 +232,11 @@ class Graph:
             [memo[o] for o in self.outputs],
             self.returns_tuple,
         )
+
+
+def _unflatten(records: list[tuple[Any, ...]], inputs: list[int], outputs: list[int], returns_tuple: bool) -> Graph:
+    """The graph :meth:`Graph.__reduce__` flattened: ``records`` in an order where inputs come first."""
+    nodes: list[Node] = []
+    for kind, type_, preds, op, attrs, name, value in records:
+        nodes.append(Node(Kind(kind), type_, [nodes[k] for k in preds], op, attrs, name, value))
+    return Graph([nodes[k] for k in inputs], [nodes[k] for k in outputs], returns_tuple)

@@ -18,13 +18,17 @@ if TYPE_CHECKING:
     from ..optimize import OptimizeReport
     from ..orderings import OrderingComparison
 
-__all__ = ["COLUMNS", "orderings_page", "summary_page", "summary_row"]
+__all__ = ["COLUMNS", "LABELS", "NUMERIC", "orderings_page", "summary_page", "summary_row"]
 
 #: The fields of a summary row and their headings, in the table's order. ``speedup`` is
 #: worked out from the costs when a row has none; a row may add ``cost_unit`` (default: the page's).
 COLUMNS = {"model": "model", "rules": "rules", "mode": "mode", "cost_before": "cost before",
            "cost_after": "cost after", "speedup": "speedup", "enodes": "e-nodes", "stop_reason": "stop reason",
            "seconds": "seconds"}
+#: The fields a row's label in the chart is made of, of those the page's columns have.
+LABELS = ("model", "rules", "mode", "cost_model", "extractor", "ordering")
+#: The fields shown as numbers (right-aligned).
+NUMERIC = ("cost_before", "cost_after", "speedup", "enodes", "gap", "seconds")
 
 
 def summary_row(model: str, rules: str, report: "OptimizeReport") -> dict[str, Any]:
@@ -36,13 +40,16 @@ def summary_row(model: str, rules: str, report: "OptimizeReport") -> dict[str, A
 
 
 def summary_page(rows: Sequence[Mapping[str, Any]], title: str = "gsl_eq: results", cost_unit: str = "s",
-                 cost_model: str | None = None, intro: str = "") -> Page:
-    """A page of ``rows`` (fields in :data:`COLUMNS`; missing ones shown as "-"): a chart of each
-    row's speedup, then the table, costs shown in the unit tables use (seconds as us).
-    ``cost_unit`` is the unit of rows that do not name theirs. The rows are not changed."""
+                 cost_model: str | None = None, intro: str = "", columns: Mapping[str, str] = COLUMNS) -> Page:
+    """A page of ``rows`` (fields in ``columns``, by default :data:`COLUMNS`; missing ones shown as
+    "-"): a chart of each row's speedup, then the table, costs shown in the unit tables use (seconds
+    as us). ``cost_unit`` is the unit of rows that do not name theirs. ``columns`` maps fields to
+    headings (a sweep adds the cost model and the extractor); each bar is labelled by the row's
+    fields of :data:`LABELS` among them. The rows are not changed."""
     shown, factor = display_unit(cost_unit)
-    lines = [_cells(row, cost_unit) for row in rows]
-    units = sorted({display_unit(str(row.get("cost_unit", cost_unit)))[0] for row in rows}) or [shown]
+    lines = [_cells(row, cost_unit, columns) for row in rows]
+    units = sorted({display_unit(str(row.get("cost_unit") or cost_unit))[0] for row in rows
+                    if row.get("cost_after") is not None}) or [shown]
     subtitle = (f"{cost_model} cost model, " if cost_model else "") + f"costs in {', '.join(units)}; " \
         "speedup = before / after (above 1 is faster)"
     page = Page(title, subtitle)
@@ -51,14 +58,15 @@ def summary_page(rows: Sequence[Mapping[str, Any]], title: str = "gsl_eq: result
                         ("best speedup", f"{max(speedups):.3f}×" if speedups else "-"),
                         ("median speedup", f"{sorted(speedups)[len(speedups) // 2]:.3f}×" if speedups else "-")]),
              f'<p class="note">{esc(intro)}</p>' if intro else "")
-    labels = [" · ".join(str(row.get(k)) for k in ("model", "rules", "mode") if row.get(k) not in (None, ""))
-              for row in rows]
+    label_keys = [k for k in LABELS if k in columns]
+    labels = [" · ".join(str(row.get(k)) for k in label_keys if row.get(k) not in (None, "")) for row in rows]
     page.add("Speedup per run", bar_chart([(label or f"run {k + 1}", [_speedup(row)])
                                            for k, (label, row) in enumerate(zip(labels, rows))],
                                           ["speedup (before / after)"], "×", colours=("#1971c2",),
                                           cls="chart speedups"))
-    headers = [f"{h} ({', '.join(units)})" if k.startswith("cost_") else h for k, h in COLUMNS.items()]
-    page.add("Runs", table(headers, lines, numeric=(3, 4, 5, 6, 8), cls="summary"))
+    headers = [f"{h} ({', '.join(units)})" if k in ("cost_before", "cost_after") else h for k, h in columns.items()]
+    numeric = [k for k, key in enumerate(columns) if key in NUMERIC]
+    page.add("Runs", table(headers, lines, numeric=numeric, cls="summary"))
     return page
 
 
@@ -94,18 +102,20 @@ def _speedup(row: Mapping[str, Any]) -> float:
     return speedup(float(row["cost_before"]), float(row["cost_after"]))
 
 
-def _cells(row: Mapping[str, Any], cost_unit: str) -> list[str]:
-    _, factor = display_unit(str(row.get("cost_unit", cost_unit)))
+def _cells(row: Mapping[str, Any], cost_unit: str, columns: Mapping[str, str] = COLUMNS) -> list[str]:
+    _, factor = display_unit(str(row.get("cost_unit") or cost_unit))
     cells = []
-    for key in COLUMNS:
+    for key in columns:
         value = row.get(key)
-        if key.startswith("cost_") and value is not None:
+        if key in ("cost_before", "cost_after") and value is not None:
             cells.append(fmt(float(value) * factor))
         elif key == "speedup":
             s = _speedup(row)
             cells.append(f"{s:.3f}×" if math.isfinite(s) else "-")
         elif key == "seconds" and value is not None:
             cells.append(f"{float(value):.2f}")
+        elif key == "gap" and value is not None:
+            cells.append(f"{float(value):.2%}")
         else:
             cells.append("-" if value is None or value == "" else str(value))
     return cells
