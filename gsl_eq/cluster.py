@@ -196,9 +196,8 @@ class Cluster:
         options: dict[str, Any] = {"num_cpus": num_cpus, "max_retries": max_retries, "retry_exceptions": False}
         if spread:
             options["scheduling_strategy"] = "SPREAD"
-        if max_calls:
-            options["max_calls"] = max_calls
-        remote = ray.remote(_traced).options(**options)
+        # max_calls is a property of the remote function, which .options() does not take
+        remote = (ray.remote(max_calls=max_calls)(_traced) if max_calls else ray.remote(_traced)).options(**options)
         start = time.perf_counter()
         index: dict[Any, int] = {}
         for k, args in enumerate(arguments):

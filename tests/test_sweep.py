@@ -182,6 +182,17 @@ def test_workers_import_this_checkout(connected):
     assert files == {str(ROOT / "gsl_eq" / "__init__.py")}
 
 
+def test_max_calls_gives_each_task_a_fresh_worker_process(connected):
+    # gsl-eq bench --address runs each model this way, as benchmarks/run.py runs each in a child
+    def pid() -> int:
+        return os.getpid()
+
+    with Cluster() as cluster:
+        reused = [done.value for done in cluster.run(pid, [()] * 4, num_cpus=1)]
+        fresh = [done.value for done in cluster.run(pid, [()] * 4, num_cpus=1, max_calls=1)]
+    assert len(set(fresh)) == 4 and len(set(reused)) < 4
+
+
 def test_a_rerun_skips_the_cells_already_in_the_file(connected, tmp_path):
     out = tmp_path / "sweep.jsonl"
     args = dict(models=["diamond_conv"], rules=["default"], modes=["greedy", "saturate"], costs=["roofline", "opcount"])
