@@ -131,6 +131,7 @@ class Cluster:
                     os.environ["PYTHONPATH"] = saved
             self.started = True
             return self
+        _check_reachable(self.address)
         try:
             ray.init(address=self.address, runtime_env=self.runtime_env or None, **options)
         except (ConnectionError, TimeoutError, RuntimeError, ValueError) as err:
@@ -308,6 +309,27 @@ def _common_prefix(a: Hashable, b: Hashable | None) -> int:
             break
         n += 1
     return n
+
+
+#: Seconds a cluster's address has to answer before joining it is given up (Ray itself waits minutes).
+CONNECT_TIMEOUT = 10.0
+
+
+def _check_reachable(address: str) -> None:
+    """A :class:`~gsl_eq.errors.GslEqError` at once when nothing answers at a ``HOST:PORT`` or
+    ``ray://HOST:PORT`` address (``ray.init`` would wait for minutes)."""
+    import socket
+
+    if address == "auto":
+        return
+    rest = address[len("ray://"):] if address.startswith("ray://") else address
+    host, _, port = rest.rpartition(":")
+    host = host.strip("[]")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT).close()
+    except OSError as err:
+        raise GslEqError(f"could not join the Ray cluster at {address}: nothing answers at {host}:{port} "
+                         f"({err.strerror or err}); is its head node running (ray start --head)?") from err
 
 
 def _task_error(err: Exception) -> str:

@@ -115,6 +115,9 @@ def test_a_bad_address_or_a_missing_ray_is_named(monkeypatch):
                      ("http://head:6379", "the only scheme Ray takes is ray://"), ("", "bad Ray address")):
         with pytest.raises(GslEqError, match=why):
             Cluster(bad)
+    with pytest.raises(GslEqError, match="could not join the Ray cluster at 127.0.0.1:1: nothing answers"):
+        with Cluster("127.0.0.1:1"):  # Ray itself would wait minutes
+            pass
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     with pytest.raises(GslEqError, match=r'pip install "gsl_eq\[ray\]"'):
         with Cluster():
