@@ -45,7 +45,7 @@ MODEL_NAMES = (
 )
 MODES = ("saturate", "greedy")  # gsl_eq.optimize.MODES
 EXTRACTORS = ("ilp", "greedy", "tree", "egglog")  # gsl_eq.optimize.EXTRACTORS
-COST_MODELS = ("opcount", "roofline", "measured", "tvm")  # gsl_eq.extract.cost.COST_MODELS
+COST_MODELS = ("opcount", "roofline", "measured", "tvm", "gpu")  # gsl_eq.extract.cost.COST_MODELS
 RULE_SETS = {
     "default": "a safe inference pipeline: legalization, structural clean-up, batch norms folded or lowered, "
                "fusions that never add work",
@@ -490,8 +490,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"the rule set, one of {', '.join(RULE_SETS)} (listed below), or a sum of them such as "
                             f"tensat+default (default: {d['rules']})")
         p.add_argument("--cost", choices=COST_MODELS, default=d["cost"],
-                       help="the cost model: roofline (time from FLOPs and bytes moved), measured (each distinct "
-                            "call timed with TVM on this CPU, cached in ~/.cache/gsl_eq) or opcount (one per op "
+                       help="the cost model: roofline (time on this CPU from FLOPs and bytes moved), measured "
+                            "(each distinct call timed with TVM on this CPU, cached in ~/.cache/gsl_eq), tvm (TVM's "
+                            "fused kernels, scheduled and timed on this CPU), gpu (a V100: kernels by roofline plus "
+                            "a launch, element-wise epilogues fused, splits and views free) or opcount (one per op "
                             f"call) (default: {d['cost']})")
     opt = sub.choices["optimize"]
     opt.add_argument("--mode", choices=MODES, default=d["mode"],

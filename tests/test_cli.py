@@ -152,6 +152,33 @@ def test_optimize_with_tensats_saturation_settings(tmp_path, capsys):
     assert "max |diff| = 0.0e+00" in capsys.readouterr().out
 
 
+MATMULS_SHARING_AN_OPERAND = """
+import numpy as np
+from gsl_eq import Workload
+from gsl_eq.graph import Graph, Node, TensorType, to_relax
+
+x = Node.var("x", TensorType((64, 1024), "float32"))
+ws = [Node.var(f"w{i}", TensorType((1024, 1024), "float32")) for i in range(2)]
+graph = Graph([x, *ws], [Node.tuple([Node.call("relax.nn.relu", [Node.call("relax.matmul", [x, w])]) for w in ws])])
+rng = np.random.default_rng(0)
+workload = Workload(to_relax(graph), {w.name: rng.standard_normal((1024, 1024)).astype("float32") * 0.03 for w in ws})
+"""
+
+
+@pytest.mark.parametrize("rules", ["tensat", "tensat+default"])  # taso: as rule_set above (its 618 rules take 20 s)
+def test_optimize_takes_tasos_sets_and_the_gpu_model(tmp_path, capsys, rules):
+    source, report = tmp_path / "model.py", tmp_path / "report.json"
+    source.write_text(MATMULS_SHARING_AN_OPERAND)
+    assert main(["optimize", str(source), "--rules", rules, "--cost", "gpu", "--multi-iterations", "1",
+                 "--cycles", "filter", "-o", str(tmp_path / "out.py"), "--report", str(report), "--check"]) == 0
+    data = json.loads(report.read_text())
+    assert data["cost_model"] == "gpu" and data["calls_after"] < data["calls_before"]  # the two matmuls merged
+    assert data["cost_after"] < data["cost_before"]
+    assert any(name.startswith("taso:") for name in data["rules_used"])
+    out = capsys.readouterr().out
+    assert "gpu model" in out and "max |diff|" in out
+
+
 def test_optimize_reads_a_python_file_defining_a_module(tmp_path, capsys):
     source = tmp_path / "model.py"
     source.write_text(

@@ -4,7 +4,7 @@ A cost model is any object with a ``name`` and a ``__call__(op, attrs, inputs,
 output) -> float`` (:class:`CostModel`). It is asked about op calls only: the
 extractor charges nothing for variables, constants, tuples and tuple
 projections. A model must be a pure function of its arguments, so callers may
-cache its answers. Four models are provided:
+cache its answers. Five models are provided:
 
 - :class:`OpCount` — 1 per call: the smallest graph wins;
 - :class:`Roofline` — analytic seconds: FLOPs against a peak rate, bytes moved
@@ -12,11 +12,13 @@ cache its answers. Four models are provided:
 - :class:`Measured` — seconds measured by building and timing each distinct
   call alone with TVM's default (unscheduled) CPU build, remembered in an on-disk cache;
 - :class:`~gsl_eq.extract.tvm_cost.TVMCost` (``"tvm"``) — seconds as TVM runs the graph:
-  fused kernels, each scheduled by a :class:`~gsl_eq.schedule_db.ScheduleDatabase`.
+  fused kernels, each scheduled by a :class:`~gsl_eq.schedule_db.ScheduleDatabase`;
+- :class:`~gsl_eq.extract.gpu_cost.GPU` (``"gpu"``) — analytic seconds on a GPU preset (V100,
+  A100): kernels by roofline plus a launch, element-wise epilogues fused, views and splits free.
 
 :func:`graph_cost` sums a model over a graph (or asks the model, when it prices
 whole graphs itself); :func:`get_cost_model` turns a name (``"opcount"``,
-``"roofline"``, ``"measured"``, ``"tvm"``) into a model.
+``"roofline"``, ``"measured"``, ``"tvm"``, ``"gpu"``) into a model.
 """
 
 from __future__ import annotations
@@ -434,14 +436,20 @@ def _tvm_cost() -> CostModel:
     return TVMCost()
 
 
+def _gpu_cost() -> CostModel:
+    from .gpu_cost import GPU
+
+    return GPU()
+
+
 COST_MODELS: dict[str, Callable[[], CostModel]] = {
-    "opcount": OpCount, "roofline": Roofline, "measured": Measured, "tvm": _tvm_cost,
+    "opcount": OpCount, "roofline": Roofline, "measured": Measured, "tvm": _tvm_cost, "gpu": _gpu_cost,
 }
 
 
 def get_cost_model(name_or_model: str | CostModel) -> CostModel:
     """A cost model: a fresh default instance for a name (``"opcount"``, ``"roofline"``,
-    ``"measured"``, ``"tvm"``, any case), or ``name_or_model`` itself when it already is a model.
+    ``"measured"``, ``"tvm"``, ``"gpu"``, any case), or ``name_or_model`` itself when it already is a model.
 
     Raises ``ValueError`` naming the valid choices otherwise.
     """

@@ -1,0 +1,127 @@
+"""The gpu cost model: device presets, launches, fused epilogues, free splits, and extraction under it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gsl_eq import Workload, optimize, rules
+from gsl_eq.extract import DEVICES, GPU, Device, get_cost_model, graph_cost
+from gsl_eq.graph import Graph, Node, TensorType, to_relax
+
+US = 1e-6
+
+
+def f32(*shape: int) -> TensorType:
+    return TensorType(shape, "float32")
+
+
+def one_call(op: str, *shapes: tuple[int, ...], **attrs) -> Graph:
+    inputs = [Node.var(f"in{i}", f32(*s)) for i, s in enumerate(shapes)]
+    return Graph(inputs, [Node.call(op, inputs, attrs)])
+
+
+@pytest.mark.parametrize("device, lo, hi", [("v100", 1, 1), ("a100", 0.5, 1)])
+def test_presets_describe_the_devices(device, lo, hi):
+    """The issue's bounds on the V100; the A100 the same or faster on each."""
+    gpu = GPU(device)
+    matmul = graph_cost(one_call("relax.matmul", (1024, 1024), (1024, 1024)), gpu)
+    small_relu = graph_cost(one_call("relax.nn.relu", (1024,)), gpu)
+    big_relu = graph_cost(one_call("relax.nn.relu", (4096, 4096)), gpu)  # 16M elements
+    assert 100 * US * lo <= matmul <= 300 * US * hi
+    assert 3 * US * lo <= small_relu <= 20 * US * hi
+    assert 100 * US * lo <= big_relu <= 250 * US * hi
+    assert small_relu == pytest.approx(gpu.device.launch, rel=0.01)   # a launch, nothing else
+    assert big_relu - gpu.device.launch == pytest.approx(2 * 4 * 4096 * 4096 / gpu.device.bandwidth)
+
+
+def test_a100_is_faster_than_v100_on_every_kernel():
+    for graph in (one_call("relax.matmul", (1024, 1024), (1024, 1024)), one_call("relax.nn.relu", (4096, 4096)),
+                  one_call("relax.nn.relu", (8,))):
+        assert graph_cost(graph, GPU("a100")) < graph_cost(graph, GPU("v100"))
+
+
+def test_one_merged_matmul_is_cheaper_than_three_small_ones():
+    x = Node.var("x", f32(64, 1024))
+    ws = [Node.var(f"w{i}", f32(1024, 1024)) for i in range(3)]
+    three = Graph([x, *ws], [Node.tuple([Node.call("relax.matmul", [x, w]) for w in ws])])
+    merged_w = Node.var("w", f32(1024, 3072))
+    parts = Node.call("relax.split", [Node.call("relax.matmul", [x, merged_w])], {"indices_or_sections": 3, "axis": 1})
+    merged = Graph([x, merged_w], [Node.tuple([Node.getitem(parts, k) for k in range(3)])])
+    gpu = GPU()
+    assert graph_cost(merged, gpu) < graph_cost(three, gpu)
+    # the same work; the merged graph saves two launches (the split is free)
+    assert graph_cost(three, gpu) - graph_cost(merged, gpu) == pytest.approx(2 * gpu.device.launch, rel=0.01)
+
+
+def conv_then(*ops: str, second_reader: bool = False) -> Graph:
+    x, w, b = Node.var("x", f32(1, 64, 56, 56)), Node.var("w", f32(64, 64, 3, 3)), Node.var("b", f32(1, 64, 1, 1))
+    y = Node.call("relax.nn.conv2d", [x, w], {"padding": (1, 1, 1, 1)})
+    conv = y
+    for name in ops:
+        y = Node.call(name, [y, b] if name == "relax.add" else [y])
+    outputs = [y, Node.call("relax.nn.relu", [conv])] if second_reader else [y]
+    return Graph([x, w, b], outputs)
+
+
+def test_an_epilogue_after_a_conv_is_free():
+    gpu = GPU()
+    conv = graph_cost(conv_then(), gpu)
+    fused = graph_cost(conv_then("relax.add", "relax.nn.relu"), gpu)
+    # bias add and relu run in the conv's kernel: no launch, no round trip, only their FLOPs and the bias read
+    assert conv < fused < conv + 0.01 * gpu.device.launch
+    # alone, the same relu is a kernel: a launch and its memory traffic
+    relu_alone = graph_cost(one_call("relax.nn.relu", (1, 64, 56, 56)), gpu)
+    assert relu_alone > gpu.device.launch
+
+
+def test_an_epilogue_is_not_fused_into_an_output_others_read():
+    gpu = GPU()
+    once = graph_cost(conv_then("relax.nn.relu"), gpu)
+    read_twice = graph_cost(conv_then("relax.nn.relu", second_reader=True), gpu)
+    relu_alone = graph_cost(one_call("relax.nn.relu", (1, 64, 56, 56)), gpu)
+    # two relus of a conv read by both: each is a kernel of its own
+    assert read_twice == pytest.approx(once + 2 * relu_alone, rel=1e-3)
+
+
+def test_splits_and_views_are_free():
+    gpu = GPU()
+    assert graph_cost(one_call("relax.split", (64, 3072), indices_or_sections=3, axis=1), gpu) == 0
+    assert graph_cost(one_call("relax.reshape", (64, 3072), shape=(64, 3, 1024)), gpu) == 0
+    assert gpu("relax.reshape", {}, [f32(64, 3072)], f32(64, 3, 1024)) == 0
+    # a transpose moves its bytes: a kernel
+    assert graph_cost(one_call("relax.permute_dims", (64, 3072), axes=(1, 0)), gpu) > gpu.device.launch
+
+
+def test_extraction_prices_each_call_as_a_kernel():
+    gpu = GPU()
+    assert gpu("relax.nn.relu", {}, [f32(1024)], f32(1024)) == pytest.approx(gpu.device.launch, rel=0.01)
+
+
+def test_by_name_and_errors():
+    assert isinstance(get_cost_model("gpu"), GPU) and get_cost_model("GPU").device == DEVICES["v100"]
+    custom = Device("T4", peak_flops=8e12, bandwidth=300e9, launch=5e-6)
+    assert GPU(custom).device is custom
+    with pytest.raises(ValueError, match="unknown device 'h100'; the presets are v100, a100"):
+        GPU("h100")
+    with pytest.raises(ValueError, match="launch >= 0"):
+        Device("bad", 1e12, 1e11, -1.0)
+
+
+def test_tensat_merges_matmuls_sharing_an_operand_under_gpu_and_outputs_equal():
+    """TASO's multi-pattern rule merges matmuls sharing an operand: under gpu the merged form (relu
+    inside, one kernel) is chosen; under TENSAT's settings (merges in the first iteration) two of three."""
+    x = Node.var("x", f32(64, 1024))
+    ws = [Node.var(f"w{i}", f32(1024, 1024)) for i in range(3)]
+    graph = Graph([x, *ws], [Node.tuple([Node.call("relax.nn.relu", [Node.call("relax.matmul", [x, w])]) for w in ws])])
+    rng = np.random.default_rng(0)
+    wl = Workload(to_relax(graph), {f"w{i}": rng.standard_normal((1024, 1024)).astype("float32") * 0.03 for i in range(3)})
+    result = optimize(wl, rules.tensat(), mode="saturate", cost="gpu", node_limit=50_000, iter_limit=15,
+                      time_limit=60, multi_iterations=1, cycles="filter")
+    counts = result.workload.graph.op_counts()
+    assert counts["relax.matmul"] < 3 and counts["relax.split"] >= 1
+    assert result.report.cost_after < result.report.cost_before
+    assert result.report.cost_after == pytest.approx(graph_cost(result.workload.graph, GPU()))
+    inputs = wl.random_inputs(0)
+    for expected, actual in zip(wl(**inputs), result.workload(**inputs)):
+        np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=1e-4, atol=1e-4)
