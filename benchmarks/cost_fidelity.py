@@ -8,6 +8,7 @@ kernel) and timed in alternating rounds:
   measured ratio is outside the noise band (the original against a second build of itself), and
   Kendall's tau between predicted and measured ratios per cost model, over the pairs and the
   zoo's variants;
+  (the gpu model is there too: what a V100 would rank, beside this CPU's measurements);
 - the zoo models at quick size (the input and the saturate result under roofline): the tvm
   model's predicted latency, by fused kernels and by the per-call approximation extraction
   uses, over the measured one.
@@ -33,7 +34,7 @@ MODELS = ("bert", "nasrnn", "resnext50", "nasnet_a", "inception_v3", "squeezenet
 ROUND_SECONDS = 0.05
 #: Builds of the original besides the first, timed beside it: what builds of one graph differ by is noise.
 AA_BUILDS = 3
-COSTS = ("opcount", "roofline", "measured", "tvm", "tvm per call")
+COSTS = ("opcount", "roofline", "measured", "tvm", "tvm per call", "gpu")
 
 
 # --- the pairs: (original, rewritten) as Relax expressions over the input "x" ----------------------
@@ -105,7 +106,7 @@ def main() -> None:
     schedules = ScheduleDatabase(samples=args.samples)
     tvm_model = TVMCost(schedules)
     models_by_name = {"opcount": get_cost_model("opcount"), "roofline": get_cost_model("roofline"),
-                      "measured": get_cost_model("measured"), "tvm": tvm_model}
+                      "measured": get_cost_model("measured"), "tvm": tvm_model, "gpu": get_cost_model("gpu")}
 
     def per_call(graph) -> float:  # the sum extraction optimizes under the tvm model
         return sum(tvm_model(n.op, n.attrs, [i.type for i in n.inputs], n.type)
@@ -188,7 +189,8 @@ def main() -> None:
         "points the way of a measured ratio outside the noise band (a predicted tie is not), WRONG when it does "
         "not; no mark: the measurement is a tie. tvm prices a graph by its fused kernels; tvm per call is the "
         "per-call approximation extraction sums (`TVMCost.__call__`); measured times single ops with the default, "
-        "unscheduled build.",
+        "unscheduled build. gpu prices a V100 (kernels by roofline plus a launch, epilogues fused): its column is what "
+        "a GPU would rank, shown beside this CPU's measurements, not a prediction of them.",
         "",
         "### Pairs of equivalent subgraphs",
         "",
