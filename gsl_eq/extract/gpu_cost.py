@@ -75,12 +75,19 @@ FREE_OPS = frozenset("relax." + n for n in ("reshape", "squeeze", "expand_dims",
                                              "split"))
 #: Ops that can run as the epilogue of the kernel producing one of their inputs.
 EPILOGUE_OPS = frozenset(ops_with_trait(OpTrait.ELEMENT_WISE) + ops_with_trait(OpTrait.BROADCASTING))
+#: TASO's fusion, for comparison (``fusion="activations"``): its conv, matmul and pooling carry an
+#: activation (relu, sigmoid, tanh); every other element-wise op is a kernel.
+TASO_ACTIVATIONS = frozenset("relax." + n for n in ("nn.relu", "sigmoid", "tanh"))
+TASO_ANCHORS = frozenset("relax." + n for n in ("nn.conv2d", "matmul", "nn.max_pool2d", "nn.avg_pool2d"))
+FUSIONS = ("epilogues", "activations")
 
 
 class GPU:
     """Seconds on a GPU (:data:`DEVICES` by name, V100 by default, or a :class:`Device`), kernels
     priced by their roofline time plus a launch, element-wise epilogues fused, views and splits
     free; extraction prices each call as a kernel of its own (see the module's docstring).
+    ``fusion="activations"`` fuses as TASO does instead: only a relu, sigmoid or tanh right after
+    a conv, matmul or pooling (what TASO's model would charge, for comparison).
 
     >>> GPU().device.name, GPU("a100").device.name
     ('V100', 'A100')
@@ -89,7 +96,7 @@ class GPU:
     name = "gpu"
     unit = "s"
 
-    def __init__(self, device: str | Device = "v100"):
+    def __init__(self, device: str | Device = "v100", fusion: str = "epilogues"):
         if isinstance(device, str):
             if device.lower() not in DEVICES:
                 raise ValueError(f"unknown device {device!r}; the presets are {', '.join(DEVICES)} "
@@ -97,7 +104,12 @@ class GPU:
             device = DEVICES[device.lower()]
         if not isinstance(device, Device):
             raise ValueError(f"{device!r} is not a device; pass a preset name ({', '.join(DEVICES)}) or a Device")
+        if fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {fusion!r}; choose one of {', '.join(FUSIONS)}")
         self.device = device
+        #: "epilogues": any element-wise op into the kernel before it (TVM's FuseOps); "activations":
+        #: only an activation into a conv, matmul or pooling (TASO's fused activation).
+        self.fusion = fusion
 
     # --- one call, for extraction -----------------------------------------------------------
     def __call__(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type) -> float:
@@ -136,17 +148,21 @@ class GPU:
             inputs = [i.type for i in node.inputs]
             fused = _fusion_input(node.op, inputs, node.type,
                                   lambda k: node.inputs[k] in kernels and readers[node.inputs[k]] == 1)
+            if self.fusion == "activations" and fused is not None and not (
+                    node.op in TASO_ACTIVATIONS and node.inputs[fused].op in TASO_ANCHORS):
+                fused = None
             if fused is not None:
                 total += self.epilogue_seconds(node.op, node.attrs, inputs, node.type, fused)
             else:
                 total += self.kernel_seconds(node.op, node.attrs, inputs, node.type)
-            if isinstance(node.type, TensorType):
+            if isinstance(node.type, TensorType) and (self.fusion == "epilogues" or fused is None):
                 kernels.add(node)
         return total
 
     def __repr__(self) -> str:
         d = self.device
-        return f"GPU({d.name}: {d.peak_flops:g} FLOP/s, {d.bandwidth:g} B/s, launch {d.launch:g} s)"
+        return (f"GPU({d.name}: {d.peak_flops:g} FLOP/s, {d.bandwidth:g} B/s, launch {d.launch:g} s"
+                + ("" if self.fusion == "epilogues" else f", fusion={self.fusion!r}") + ")")
 
 
 def _fusion_input(op: str, inputs: Sequence[Type], output: Type, open_kernel: Callable[[int], bool]) -> int | None:

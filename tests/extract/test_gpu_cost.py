@@ -125,3 +125,14 @@ def test_tensat_merges_matmuls_sharing_an_operand_under_gpu_and_outputs_equal():
     inputs = wl.random_inputs(0)
     for expected, actual in zip(wl(**inputs), result.workload(**inputs)):
         np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=1e-4, atol=1e-4)
+
+
+def test_tasos_fusion_fuses_activations_into_convs_only():
+    taso, ours = GPU(fusion="activations"), GPU()
+    conv = graph_cost(conv_then(), taso)
+    # the relu rides in the conv (TASO's fused activation), the bias add is a kernel of its own
+    assert graph_cost(conv_then("relax.nn.relu"), taso) < conv + 0.01 * taso.device.launch
+    assert graph_cost(conv_then("relax.add"), taso) > conv + taso.device.launch
+    assert graph_cost(conv_then("relax.add", "relax.nn.relu"), taso) > graph_cost(conv_then("relax.add", "relax.nn.relu"), ours)
+    with pytest.raises(ValueError, match="unknown fusion 'some'"):
+        GPU(fusion="some")
