@@ -6,10 +6,13 @@ running it replaces that section and leaves the others alone.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import platform
 import re
+import traceback
 from pathlib import Path
+from typing import Any, Callable
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "BENCHMARKS.md"
 HEADER = "# Benchmarks\n\nEvery figure below is written by a script in `benchmarks/`; none is edited by hand.\n"
@@ -45,3 +48,27 @@ def write_section(name: str, body: str) -> None:
     pattern = re.compile(rf"<!-- begin {re.escape(name)} -->.*?<!-- end {re.escape(name)} -->", re.S)
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
     BENCHMARKS.write_text(text)
+
+
+def _child(conn: Any, fn: Callable[..., dict], args: tuple) -> None:
+    try:
+        conn.send(fn(*args))
+    except Exception as e:  # noqa: BLE001 - reported in the row
+        traceback.print_exc()
+        conn.send({"error": f"{type(e).__name__}: {e}"})
+
+
+def in_child(fn: Callable[..., dict], *args: Any) -> dict:
+    """``fn(*args)`` (a row) in a fresh process, spawned (a fork after egglog is loaded can hang):
+    every run starts with the memory and caches of none before it. A raising or dying child gives
+    ``{"error": ...}``."""
+    receive, send = multiprocessing.Pipe(duplex=False)
+    process = multiprocessing.get_context("spawn").Process(target=_child, args=(send, fn, args))
+    process.start()
+    send.close()
+    try:
+        row = receive.recv()
+    except EOFError:
+        row = {"error": "the process died"}
+    process.join()
+    return row

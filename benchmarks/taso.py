@@ -14,16 +14,14 @@ default rules for comparison. TENSAT's own recorded figures close the table.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import sys
 import time
-import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from report import machine, table, write_section  # noqa: E402
+from report import in_child as run_in_child, machine, table, write_section  # noqa: E402
 from run import LIMITS, QUICK, max_diff  # noqa: E402
 
 MODELS = ("bert", "nasrnn", "resnext50", "nasnet_a", "inception_v3", "squeezenet", "vgg19", "resnet50")
@@ -74,26 +72,10 @@ def measure(model: str, rule_set: str, settings: str, full: bool, measured: bool
     return row
 
 
-def _child(conn, args: tuple) -> None:
-    try:
-        conn.send(measure(*args))
-    except Exception as e:
-        traceback.print_exc()
-        conn.send({"model": args[0], "rules": args[1], "settings": args[2], "error": f"{type(e).__name__}: {e}"})
-
-
 def in_child(*args) -> dict:
-    """:func:`measure` in a fresh process (spawned: a fork after egglog is loaded can hang)."""
-    receive, send = multiprocessing.Pipe(duplex=False)
-    process = multiprocessing.get_context("spawn").Process(target=_child, args=(send, args))
-    process.start()
-    send.close()
-    try:
-        row = receive.recv()
-    except EOFError:
-        row = {"model": args[0], "rules": args[1], "settings": args[2], "error": "the process died"}
-    process.join()
-    return row
+    """:func:`measure` in a fresh process; an error row names the run."""
+    row = run_in_child(measure, *args)
+    return row if "error" not in row else {"model": args[0], "rules": args[1], "settings": args[2], **row}
 
 
 def main() -> None:
