@@ -188,6 +188,13 @@ def ones(shape: tuple[int, ...]) -> np.ndarray:
     return np.ones(shape)
 
 
+def swap_last_two(n: Any) -> attr.AttrExpr:
+    """The axes ``(0, ..., n - 3, n - 1, n - 2)``: permute_dims of these transposes each matrix of a
+    stack of rank ``n``."""
+    i = attr.Symbol("i")
+    return attr.Variadic(attr.Cond(i == n - 2, n - 1, attr.Cond(i == n - 1, n - 2, i)), index=i, length=n)
+
+
 def same_padding(kernel: pat.Pattern) -> tuple:
     """TASO's SAME padding at stride 1 for an odd kernel: ``(k - 1) / 2`` on each side."""
     kh, kw = (kernel.shape[2] - 1) // 2, (kernel.shape[3] - 1) // 2
@@ -208,6 +215,9 @@ class _Side:
     matched: frozenset = frozenset()
     #: Target patterns' shapes as expressions over the source's, where the translation knows them.
     shapes: dict[int, Any] = field(default_factory=dict)
+    #: Whether the equation is one of matrices (it holds a matmul or a transpose): its matmuls
+    #: may have a batched left operand, and its concat and split axes count from the end.
+    matrices: bool = False
 
     def shape(self, p: pat.Pattern) -> Any:
         """``p``'s shape as an expression over matched patterns, or None if unknown."""
@@ -250,34 +260,50 @@ class _Side:
                 self._guard(lambda: s.ndim == 0)
             return self._shaped(op.Multiply(a, s), None if self.broadcast else self.shape(a))
         if head == "matmul":
+            # TASO's matrices: a left operand of rank >= 2 (a stack of matrices) against a matrix
             a = self(args[1])
             b = self(args[2], frozenset({("peer", a)}))
             sa, sb = self.shape(a), self.shape(b)
-            self._guard(lambda: (attr.Len(sa) == 2) & (attr.Len(sb) == 2), sa, sb)
-            return self._shaped(op.MatMul(a, b), None if sa is None or sb is None else (sa[0], sb[1]))
+            self._guard(lambda: attr.Len(sa) >= 2, sa)
+            self._guard(lambda: attr.Len(sb) == 2, sb)
+            return self._shaped(op.MatMul(a, b), None if sa is None or sb is None else sa[:-1] + attr.Tuple(sb[1]))
         if head in ("relu", "sigmoid", "tanh"):
             a = self(args[0], inherited)
             return self._shaped({"relu": op.ReLU, "sigmoid": op.Sigmoid, "tanh": op.Tanh}[head](a), self.shape(a))
         if head == "transpose":
+            # of the last two axes (of each matrix in a stack)
             a = self(args[0])
             sa = self.shape(a)
-            self._guard(lambda: attr.Len(sa) == 2, sa)
+            self._guard(lambda: attr.Len(sa) >= 2, sa)
             if self.source:
                 tr = op.Transpose(a)
-                self._guard(lambda: (tr.axes == None) | (tr.axes == (1, 0)))  # noqa: E711  (builds an expression)
+                n = a.ndim
+                # no axes reverses them all: a swap of the last two in a matrix only
+                self._guard(lambda: attr.Cond(tr.axes == None, n == 2,  # noqa: E711  (builds an expression)
+                                              attr.Map(tr.axes, lambda d: d % n) == swap_last_two(n)))
                 return tr
-            return self._shaped(op.Transpose(a, axes=(1, 0)), None if sa is None else (sa[1], sa[0]))
+            return self._shaped(op.Transpose(a, axes=swap_last_two(a.ndim)),
+                                None if sa is None else sa[:-2] + attr.Tuple(sa[-1], sa[-2]))
         if head == "concat":
-            axis = args[0]
             a, b = self(args[1], inherited), self(args[2], inherited)
             sa, sb = self.shape(a), self.shape(b)
-            self._guard(lambda: (attr.Len(sa) == attr.Len(sb)) & (attr.Len(sa) > axis) & (sa[:axis] == sb[:axis])
-                        & (sa[axis + 1:] == sb[axis + 1:]), sa, sb)
+            if self.matrices:  # TASO's axis of a matrix, counted from the end: -2 rows, -1 columns
+                axis = args[0] - 2
+                self._guard(lambda: (attr.Len(sa) == attr.Len(sb)) & (attr.Len(sa) >= 2) & (sa[:axis] == sb[:axis])
+                            & (sa[axis + 1:] == sb[axis + 1:] if axis < -1 else True), sa, sb)
+            else:
+                axis = args[0]
+                self._guard(lambda: (attr.Len(sa) == attr.Len(sb)) & (attr.Len(sa) > axis) & (sa[:axis] == sb[:axis])
+                            & (sa[axis + 1:] == sb[axis + 1:]), sa, sb)
             if self.source:
                 cat = op.Concatenate((a, b))
-                self._guard(lambda: cat.axis % a.ndim == axis)
+                self._guard(lambda: cat.axis % a.ndim == (a.ndim + axis if axis < 0 else axis))
                 return cat
-            return op.Concatenate((a, b), axis=axis)
+            cat = op.Concatenate((a, b), axis=axis)
+            if self.matrices and sa is not None and sb is not None:
+                after = sa[axis + 1:] if axis < -1 else ()
+                return self._shaped(cat, sa[:axis] + attr.Tuple(sa[axis] + sb[axis]) + after)
+            return cat
         if head == "conv2d":
             return self._conv(*args)
         if head in ("poolavg", "poolmax"):
@@ -303,6 +329,8 @@ class _Side:
             if boundary is None:
                 raise Untranslatable("a split with no single concat inside to take its boundary from")
             cat_axis, first = boundary
+            if self.matrices:
+                axis, cat_axis = axis - 2, cat_axis - 2
             return op.Split(self(inner), indices_or_sections=(self(first).shape[cat_axis],), axis=axis)
         raise Untranslatable(f"op {head} has no Relax meaning here")
 
@@ -344,8 +372,8 @@ class _Side:
             channels = None if known is None else known[1]
             return self._shaped(kernel, None if known is None else (channels, channels if head == "Iconv" else 1, *args))
         if head == "Imatmul":
-            return self._shaped(pat.Const(fill=identity_matrix, n=sizer.shape[1], dtype=sizer.dtype),
-                                None if known is None else (known[1], known[1]))
+            return self._shaped(pat.Const(fill=identity_matrix, n=sizer.shape[-1], dtype=sizer.dtype),
+                                None if known is None else attr.Tuple(known[-1], known[-1]))
         return self._shaped(pat.Const(fill=ones, shape=sizer.shape, dtype=sizer.dtype), known)
 
     def _guard(self, build: Callable[[], attr.AttrExpr], *shapes: Any) -> None:
@@ -365,6 +393,11 @@ def _has_constant(t: Term) -> bool:
     if isinstance(t, tuple):
         return t[0] in _CONSTANTS or any(_has_constant(a) for a in t[1:])
     return t in _CONSTANTS
+
+
+def _holds(t: Term, heads: tuple[str, ...]) -> bool:
+    """Whether term ``t`` holds an op of ``heads``."""
+    return isinstance(t, tuple) and (t[0] in heads or any(_holds(a, heads) for a in t[1:]))
 
 
 def _boundary(t: Term) -> tuple[int, Term] | None:
@@ -423,12 +456,13 @@ def translate(lhs: list[Term], rhs: list[Term], name: str) -> Subst:
         raise Untranslatable("both sides are the same term")
     inputs: dict[str, pat.Pattern] = {}
     broadcast = pointwise(*lhs, *rhs)
-    source = _Side(inputs, source=True, broadcast=broadcast)
+    matrices = any(_holds(t, ("matmul", "transpose")) for t in (*lhs, *rhs))
+    source = _Side(inputs, source=True, broadcast=broadcast, matrices=matrices)
     src = [source(t) for t in lhs]
     if not broadcast:
         source.where.extend(_same_class_guards(inputs))
     matched = frozenset((*inputs.values(), *source.built.values()))
-    target = _Side(inputs, source=False, broadcast=broadcast, where=source.where, matched=matched)
+    target = _Side(inputs, source=False, broadcast=broadcast, where=source.where, matched=matched, matrices=matrices)
     tgt = [target(t) for t in rhs]
     try:
         return Subst(src if len(src) > 1 else src[0], tgt if len(tgt) > 1 else tgt[0], name=name, where=source.where)
