@@ -73,7 +73,8 @@ class RuleCheck:
     instances whose source TVM cannot build; ``failures``:
     instances that computed something else; ``variety``: distinct input shapes,
     attribute sets and variadic lengths among the compared instances;
-    ``misses``: why draws produced no instance.
+    ``misses``: why draws produced no instance; ``checked``: the input shapes of each
+    instance compared, in the order drawn.
     """
 
     rule: str
@@ -88,6 +89,7 @@ class RuleCheck:
     unbuildable: int = 0
     unbuildable_example: Example | None = None
     misses: dict[str, int] = field(default_factory=dict)
+    checked: list[tuple[tuple[int, ...], ...]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -164,6 +166,7 @@ def check_rule(rule: Subst, trials: int = 8, seed: int = 0, tries: int | None = 
             failing.append(((outcome.wrong_type, instance.size), _example(instance, outcome.problem, outcome.difference)))
         else:
             result.instances += 1
+            result.checked.append(tuple(shape for _, shape, _ in instance.shapes()))
             shapes.add(instance.shapes())
             attributes.add(repr(instance.attributes()))
             lengths.add(instance.lengths())

@@ -66,6 +66,27 @@ def input_type(op: str, position: int, made: Types, rng: random.Random) -> Tenso
     return propose(rng, position, made)
 
 
+#: The ranks a matmul's left operand or a transpose's input (when a leaf) takes by turns: a matrix,
+#: stacks of matrices (a batch; a batch and heads) and a vector, so that a rule for matrices is
+#: checked on stacks of them too, not only where chance draws one
+#: (:class:`~.synthesize.Synthesizer` picks each draw's rank).
+LEFT_RANKS = (2, 3, 4, 1)
+#: A rank that gave no instance in this many draws (none at all yet) is left out of the turns:
+#: the rule's guards forbid it.
+RANK_TRIES = 3
+
+
+def rank_turns(op: str) -> tuple[int, ...]:
+    """The ranks the first input of ``op`` takes by turns over the draws, or () if drawn freely."""
+    return LEFT_RANKS if op in ("relax.matmul", "relax.permute_dims") else ()
+
+
+def first_input_type(rank: int, hints: Types, rng: random.Random) -> TensorType:
+    """A type of ``rank`` for the first input of an op whose rank takes turns, its sizes drawn close
+    to ``hints``."""
+    return leaf_type(rng, hints, ndim=rank)
+
+
 def _kernel(rng: random.Random, position: int, made: Types) -> TensorType | None:
     data = made[0]
     if position != 1 or len(data.shape) != 4:
@@ -144,8 +165,14 @@ def _axes_subset(rng: random.Random, types: Types) -> tuple[int, ...]:
     return tuple(sorted(rng.sample(range(n), k)))
 
 
+#: How often a permutation is a transpose of the last two axes (of each matrix in a stack).
+SWAP_LAST_TWO = 0.3
+
+
 def _permutation(rng: random.Random, types: Types) -> tuple[int, ...]:
     axes = list(range(_rank(types)))
+    if len(axes) > 2 and rng.random() < SWAP_LAST_TWO:
+        return (*axes[:-2], axes[-1], axes[-2])
     rng.shuffle(axes)
     return tuple(axes)
 

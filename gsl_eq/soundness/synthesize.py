@@ -13,6 +13,11 @@ users (so a guard can read what it needs, as when matching):
   a budget of calls per draw;
 * a leaf (wildcard, variable, constant) takes the shape, rank and dtype its
   constraints give and draws the rest close to the values it is combined with;
+* a matmul's left operand or a transpose's input, when a leaf (or the first leaf reached from it
+  through first inputs), takes its rank by turns (:data:`.domains.LEFT_RANKS`: a matrix, stacks of
+  matrices, a vector): each draw the rank with the fewest instances so far, a rank left out once it
+  gave none in :data:`.domains.RANK_TRIES` draws (the rule's guards forbid it); a guard
+  ``p.shape[-k:] == q.shape[-k:]`` gives a leaf its last ``k`` sizes;
 * a variadic takes a drawn number of instances (its ``length`` constraint, or
   ``min_len`` up to a few more), an alternative a drawn branch, a condition the
   branch its predicate picks.
@@ -95,6 +100,10 @@ class Synthesizer:
         self.rng = rng
         #: Why draws failed, by reason: what "no instance found" explains.
         self.misses: dict[str, int] = {}
+        #: Per rank of the turns (:func:`.domains.rank_turns`): instances found with it and draws
+        #: that failed with it.
+        self.rank_found: dict[int, int] = {}
+        self.rank_failed: dict[int, int] = {}
 
     def draws(self, tries: int) -> Iterator[Instance]:
         """The instances found in ``tries`` draws."""
@@ -105,6 +114,22 @@ class Synthesizer:
 
     def draw(self) -> Instance | None:
         """One instance, or None when this draw failed (its reason is counted in ``misses``)."""
+        self.turn: Node | None = None  # the leaf that took this draw's rank turn
+        self.turn_rank: int | None = None  # its rank, once a leaf was offered it
+        self.handed: TensorType | None = None
+        instance = self._draw()
+        if self.turn_rank is not None:
+            counts = self.rank_found if instance is not None else self.rank_failed
+            counts[self.turn_rank] = counts.get(self.turn_rank, 0) + 1
+        return instance
+
+    def _rank(self, ranks: tuple[int, ...]) -> int | None:
+        """The rank whose turn it is among ``ranks``: the one with the fewest instances so far (the
+        first of them), leaving out a rank that never gave one in ``RANK_TRIES`` draws."""
+        open_ = [r for r in ranks if self.rank_found.get(r, 0) or self.rank_failed.get(r, 0) < domains.RANK_TRIES]
+        return min(open_, key=lambda r: (self.rank_found.get(r, 0), ranks.index(r)), default=None)
+
+    def _draw(self) -> Instance | None:
         self.m = Match()
         self.leaves: list[Node] = []
         self.names = itertools.count()
@@ -139,13 +164,15 @@ class Synthesizer:
         return [self.make(p, Scope(), ()) for p in outs]
 
     # --- one pattern -------------------------------------------------------------------
-    def make(self, p: Pattern, scope: Scope, hints: tuple[TensorType, ...], proposal: TensorType | None = None) -> Node:
+    def make(self, p: Pattern, scope: Scope, hints: tuple[TensorType, ...], proposal: TensorType | None = None,
+             always: bool = False) -> Node:
         """The node of ``p`` in this instance, made now if it is not yet; a leaf is drawn close to
-        ``hints`` or, most of the time, takes the type ``proposal`` its user's op suggests."""
+        ``hints`` or, most of the time (``always``: every time), takes the type ``proposal`` its
+        user's op suggests."""
         table = scope.table(p, self.m)
         if p in table:
             return table[p]
-        if proposal is not None and isinstance(p, (Wildcard, Variable)) and self.rng.random() < 0.9:
+        if proposal is not None and isinstance(p, (Wildcard, Variable)) and (always or self.rng.random() < 0.9):
             node = self._leaf(p, scope, (proposal,), "w" if isinstance(p, Variable) else "x", proposal)
         else:
             node = self._make(p, scope, hints)
@@ -178,14 +205,45 @@ class Synthesizer:
 
     def _inputs(self, patterns: tuple[Pattern, ...], scope: Scope, hints: tuple[TensorType, ...],
                 op: str | None = None) -> list[Node]:
-        """Make ``patterns`` in order, each leaf drawn to fit the inputs of ``op`` made before it."""
-        made: list[Node] = []
-        for k, q in enumerate(patterns):
-            types = tuple(t for n in made for t in _tensors(n.type))
-            proposal = domains.input_type(op, k, types, self.rng) if op is not None else None
-            near = types[-1:] if types and self.rng.random() < 0.5 else types
-            made.append(self.make(q, scope, near or hints, proposal))
-        return made
+        """Make ``patterns`` in order, each leaf drawn to fit the inputs of ``op`` made before it.
+
+        The draw's first leaf that is a matmul's left operand, or reached from one through first
+        inputs (``matmul(add(x, ...), w)``), takes the rank whose turn this draw is
+        (:func:`.domains.first_input_type`); the like operands made after it are drawn as usual."""
+        handed, self.handed = self.handed, None  # the turn the user of this call hands down to it
+        try:
+            made: list[Node] = []
+            for k, q in enumerate(patterns):
+                types = tuple(t for n in made for t in _tensors(n.type))
+                turn = None
+                if k == 0 and (op is not None or handed is not None) and self._turn_open():
+                    ranks = domains.rank_turns(op) if op is not None else ()
+                    if ranks and self.turn_rank is None:
+                        self.turn_rank = self._rank(ranks)
+                    if ranks and self.turn_rank is not None:  # nothing made before it: close to the hints
+                        turn = domains.first_input_type(self.turn_rank, hints, self.rng)
+                    proposal = turn = turn or handed
+                elif op is None:
+                    proposal = None
+                else:
+                    proposal = domains.input_type(op, k, types, self.rng)
+                near = types[-1:] if types and self.rng.random() < 0.5 else types
+                if turn is None:
+                    made.append(self.make(q, scope, near or hints, proposal))
+                elif isinstance(q, (Wildcard, Variable)) and q not in scope.table(q, self.m):
+                    made.append(self.make(q, scope, hints, turn, always=True))
+                    self.turn = made[-1]
+                else:  # not a new leaf: its first leaf takes the turn, its others are drawn close to it
+                    self.handed = turn
+                    made.append(self.make(q, scope, (turn,)))
+                    self.handed = None
+            return made
+        finally:
+            self.handed = handed
+
+    def _turn_open(self) -> bool:
+        """Whether no leaf of this draw (as it stands after retries) has taken the rank turn yet."""
+        return self.turn is None or all(leaf is not self.turn for leaf in self.leaves)
 
     def _call(self, p: Call, scope: Scope, hints: tuple[TensorType, ...]) -> Node:
         self.budget -= 1
@@ -237,6 +295,14 @@ class Synthesizer:
         shape, ndim, dtype = known.get("shape"), known.get("ndim"), known.get("dtype")
         if not (shape is None or isinstance(shape, (tuple, list))):
             raise _Retry
+        if shape is None and "trailing" in known:  # the last axes fixed, the rest not
+            trailing, other = known["trailing"]
+            # the leading axes: the proposal's, else the other's (all of its shape) or none
+            lead = proposal.shape[:-len(trailing)] if proposal is not None and len(proposal.shape) >= len(trailing) \
+                else other[:-len(trailing)] if other is not None and self.rng.random() < 0.5 else ()
+            if ndim is not None and len(lead) + len(trailing) != ndim:
+                lead = (None,) * max(0, ndim - len(trailing))
+            shape, proposal = (*lead, *trailing), None
         if proposal is not None and shape is None and ndim in (None, len(proposal.shape)):
             ty = TensorType(proposal.shape, proposal.dtype if dtype is None else str(dtype))
         else:
@@ -322,7 +388,8 @@ class Synthesizer:
 
     def _implied(self, p: Pattern) -> Iterator[tuple[str, Any]]:
         """What the rule's ``where`` guards fix of leaf ``p`` now: each ``p.name == expr`` (in a
-        conjunction too) whose other side can be evaluated already."""
+        conjunction too) whose other side can be evaluated already, and each
+        ``p.shape[-k:] == expr``, as ``trailing`` (its last ``k`` sizes)."""
         stack = list(self.rule.where)
         while stack:
             guard = stack.pop()
@@ -336,6 +403,11 @@ class Synthesizer:
                         value = self._value(other, Scope())
                         if value is not _UNKNOWN:
                             yield mine.name, value
+                    elif _trailing_shape(mine, p):
+                        value = self._value(other, Scope())
+                        whole = self._value(other.seq, Scope()) if isinstance(other, A.Slice) else _UNKNOWN
+                        if isinstance(value, (tuple, list)) and len(value) == -mine.start.value:
+                            yield "trailing", (tuple(value), tuple(whole) if isinstance(whole, (tuple, list)) else None)
 
     def _value(self, expr: Any, scope: Scope) -> Any:
         """The value of constraint ``expr`` now, or ``_UNKNOWN`` if it reads what is not made yet."""
@@ -346,6 +418,13 @@ class Synthesizer:
 
 
 _UNKNOWN = object()
+
+
+def _trailing_shape(e: Any, p: Pattern) -> bool:
+    """Whether ``e`` is ``p.shape[-k:]``."""
+    return (isinstance(e, A.Slice) and isinstance(e.seq, A.GetAttr) and e.seq.pattern is p and e.seq.name == "shape"
+            and isinstance(e.start, A.Const) and isinstance(e.start.value, int) and e.start.value < 0
+            and all(isinstance(b, A.Const) and b.value is None for b in (e.stop, e.step)))
 
 
 def _complete(value: Any) -> bool:
