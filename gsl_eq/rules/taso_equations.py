@@ -8,8 +8,11 @@ equation ``lhs == rhs`` becomes a rule from left to right, named after its file 
 it (``taso:single_rules.txt#17``; a multi-pattern rule is two equations, numbered by its first).
 
 What an op means in Relax (TASO has no broadcasting, so every element-wise pair is guarded to
-one shape, except in pointwise equations, which hold under broadcasting too; matmul and transpose
-are 2-d):
+one shape, except in pointwise equations, which hold under broadcasting too). TASO's matrices may
+be stacks of matrices in Relax: in an equation with a matmul or a transpose (an equation of
+matrices), a tensor of rank ``>= 2`` is a stack of matrices, its last two axes TASO's two, so its
+concat and split axes count from the end (TASO's axis 0, rows, is ``-2``; axis 1, columns, is
+``-1``). Each side then computes matrix by matrix what TASO's computes on one matrix:
 
 ======================  =====================================================================
 TASO                    Relax
@@ -17,11 +20,19 @@ TASO                    Relax
 ewadd, ewmul (a, b)     add, multiply, ``where a.shape == b.shape`` (any broadcast in an equation
                         of element-wise ops only: :func:`pointwise`)
 smul (a, s)             multiply by a 0-d tensor ``s`` (any, in a pointwise equation)
-matmul (a, b)           matmul of 2-d tensors (TENSAT's activation argument: 0 none, 2 relu)
-transpose (a)           permute_dims of a 2-d tensor
+matmul (a, b)           matmul of ``a`` of rank >= 2 (a matrix or a stack of them: activations of shape
+                        (batch, seq, hidden)) by a 2-d ``b`` (a weight); TENSAT's activation
+                        argument: 0 none, 2 relu. A batched ``b`` is left out, so
+                        ``transpose(matmul(a, b)) == matmul(transpose(b), transpose(a))`` holds
+                        on a 2-d ``a`` only.
+transpose (a)           permute_dims swapping the last two axes of ``a`` (rank >= 2): a source
+                        matches no other permutation (no axes: a 2-d ``a`` only), a target has
+                        its axes written out
 relu                    nn.relu
-concat (axis, a, b)     concat
-split_0/1 (split(ax,t)) split of ``t`` at the boundary of the concat inside ``t``, item 0 or 1
+concat (axis, a, b)     concat (in an equation of matrices: on axis ``axis - 2``, the operands of one
+                        rank agreeing on every other axis, the batch ones too)
+split_0/1 (split(ax,t)) split of ``t`` at the boundary of the concat inside ``t``, item 0 or 1 (axes as
+                        concat's)
 conv2d (sh, sw, p, act, x, w)
                         nn.conv2d NCHW/OIHW, strides (sh, sw), padding SAME (``p = 0``, odd
                         kernels: ``(k - 1) / 2`` each side) or VALID (``p = 1``), groups from the
@@ -31,8 +42,14 @@ poolavg/poolmax (kh, kw, sh, sw, p, x)
 enlarge (kh, kw, w)     nn.pad of kernel ``w`` to kh x kw, centred
 Iconv (kh, kw)          a C x C kernel copying each of the conv input's C channels
 Cpool (kh, kw)          a depthwise kernel averaging its window (``pat.Const(fill=...)``)
-Imatmul, Iewmul         the identity matrix sized by the other operand / ones
+Imatmul, Iewmul         the identity matrix sized by the other operand's last axis / ones
 ======================  =====================================================================
+
+Of the rules of equations of matrices, those whose typing leaves some input free to be a stack
+apply to stacks (the others, where every input is a right operand of a matmul or tied to one, stay
+2-d): in ``converted.txt`` 17 of 27, in ``converted_multi.txt`` 2 of 3 (the Q/K/V merge
+``[matmul(x, w1), matmul(x, w2)] -> split(matmul(x, concat(w1, w2)))`` and its row-wise twin), in
+``single_rules.txt`` 137 of 176, in ``multi_rules.txt`` 2 of 3 (tests/rules/test_taso_batched.py).
 
 Counts (checked by tests/rules/test_taso.py):
 
@@ -49,11 +66,13 @@ Counts (checked by tests/rules/test_taso.py):
 * ``converted.txt``: 120 parsed, 118 translated (2 one-term equations).
 
 Guards make each rule hold where it applies (the soundness checker finds each unsound without
-them): element-wise pairs of one shape, 2-d matmul and transpose, TASO's input classes of one shape
-(its generator verified the equations on one shape per class: two kernels of different output
-counts merged into one grouped conv would misalign its groups), ungrouped kernels, and on the
-right side what its typing needs in TASO (concatenated operands agreeing off the axis, an
-enlarged kernel no larger than its target size).
+them): element-wise pairs of one shape, a matmul's right operand 2-d and its left one of rank >= 2,
+a transpose of the last two axes, TASO's input classes of one shape (its generator verified the
+equations on one shape per class: two kernels of different output counts merged into one grouped
+conv would misalign its groups; in an equation of matrices, of one matrix shape, the last two
+axes, so that a stack and a weight may share a class), ungrouped kernels, and on the right side
+what its typing needs in TASO (concatenated operands agreeing off the axis, an enlarged kernel no
+larger than its target size).
 
 A source matches each distinct sub-term with one node (GSL's matching is a bijection), so
 ``ewadd(input_1, input_2)`` does not match ``x + x``, which TASO would.
@@ -427,14 +446,16 @@ def _class_of(name: str) -> tuple[int, ...] | None:
     return next((c for c in _CLASSES if k in c), None)
 
 
-def _same_class_guards(inputs: dict[str, pat.Pattern]) -> list[attr.AttrExpr]:
+def _same_class_guards(inputs: dict[str, pat.Pattern], matrices: bool = False) -> list[attr.AttrExpr]:
     """Inputs of one class have one shape, as where TASO verified the equation (two kernels of
-    different output counts, merged into one grouped conv, would misalign its groups)."""
+    different output counts, merged into one grouped conv, would misalign its groups); in an
+    equation of matrices, one matrix shape: the last two axes (a stack of them may be batched)."""
     guards = []
     for members in _CLASSES:
         present = [inputs[f"input_{k}"] for k in members if f"input_{k}" in inputs]
         # every pair, so that whichever input a match (or a draw) meets first fixes the others
-        guards += [p.shape == q.shape for i, p in enumerate(present) for q in present[i + 1:]]
+        guards += [p.shape[-2:] == q.shape[-2:] if matrices else p.shape == q.shape
+                   for i, p in enumerate(present) for q in present[i + 1:]]
     return guards
 
 
@@ -460,7 +481,7 @@ def translate(lhs: list[Term], rhs: list[Term], name: str) -> Subst:
     source = _Side(inputs, source=True, broadcast=broadcast, matrices=matrices)
     src = [source(t) for t in lhs]
     if not broadcast:
-        source.where.extend(_same_class_guards(inputs))
+        source.where.extend(_same_class_guards(inputs, matrices))
     matched = frozenset((*inputs.values(), *source.built.values()))
     target = _Side(inputs, source=False, broadcast=broadcast, where=source.where, matched=matched, matrices=matrices)
     tgt = [target(t) for t in rhs]
