@@ -93,7 +93,7 @@ def test_every_matrix_rule_of_tensat_is_sound_on_ranks_2_3_and_4():
     checked = 0
     for file in ("converted.txt", "converted_multi.txt"):
         for rule, stacks in matrix_rules(file):
-            result = check_rule(rule, trials=3 if stacks else 2, seed=0)
+            result = check_rule(rule, trials=3 if stacks else 1, seed=0)
             expected = {2, 3, 4} if stacks else {2}
             if result.verdict is not Verdict.SOUND or not result.ok or _ranks(result) != expected:
                 problems.append(f"{rule.name}: {result.summary()}; ranks {sorted(_ranks(result))}, "
@@ -103,19 +103,19 @@ def test_every_matrix_rule_of_tensat_is_sound_on_ranks_2_3_and_4():
 
 
 def test_transposes_of_taso_are_sound_on_stacks():
-    """A sample of taso()'s transpose equations (the first four that apply to stacks, the first two
-    that do not: a transposed product, whose target multiplies by a transposed stack)."""
+    """A sample of taso()'s transpose equations (the first three that apply to stacks, the first
+    that does not: a transposed product, whose target would multiply by a transposed stack)."""
     t = taso.translation("single_rules.txt")
     seen, sample = set(), {True: [], False: []}
     for rule, stacks in matrix_rules("single_rules.txt"):
         lhs, rhs = t.equations[rule.name]
-        if lhs[0][0] == "transpose" and (lhs, rhs) not in seen and len(sample[stacks]) < (4 if stacks else 2):
+        if lhs[0][0] == "transpose" and (lhs, rhs) not in seen and len(sample[stacks]) < (3 if stacks else 1):
             seen.add((lhs, rhs))
             sample[stacks].append(rule)
     assert any(taso._holds(t.equations[r.name][0][0], ("matmul",)) for r in sample[False])
     for stacks, chosen in sample.items():
         for rule in chosen:
-            result = check_rule(rule, trials=3 if stacks else 2, seed=0)
+            result = check_rule(rule, trials=3 if stacks else 1, seed=0)
             assert result.verdict is Verdict.SOUND and result.ok, f"{rule.name}: {result.summary()}"
             assert _ranks(result) == ({2, 3, 4} if stacks else {2}), rule.name
 
@@ -195,16 +195,18 @@ def _matrix_rule_names() -> set[str]:
     return {rule.name for f in ("converted.txt", "converted_multi.txt") for rule, _ in matrix_rules(f)}
 
 
-def _check_merges(wl: Workload, same_outputs, left_shape: tuple[int, ...]) -> None:
+def _check_merges(wl: Workload, same_outputs, left_shape: tuple[int, ...], roofline: bool = True) -> None:
     """TENSAT's rules merge two of the Q, K, V projections: under the CPU roofline the merge is in
     the e-graph but not chosen; priced as TASO prices a split it is, one matmul fewer per layer."""
     matmuls = wl.graph.op_counts()["relax.matmul"]
-    roofline = optimize(wl, rules.tensat(), cost="roofline", **TENSAT)
-    assert roofline.report.applications.get(MERGE, 0) > 0  # fired: the e-graph holds the merged form
-    assert roofline.workload.graph.op_counts()["relax.matmul"] == matmuls
-    same_outputs(wl, roofline.workload, rtol=1e-4, atol=1e-5)
+    if roofline:
+        cpu = optimize(wl, rules.tensat(), cost="roofline", **TENSAT)
+        assert cpu.report.applications.get(MERGE, 0) > 0  # fired: the e-graph holds the merged form
+        assert cpu.workload.graph.op_counts()["relax.matmul"] == matmuls
+        same_outputs(wl, cpu.workload, rtol=1e-4, atol=1e-5)
 
     views = optimize(wl, rules.tensat(), cost=SplitIsAView(), **TENSAT)
+    assert views.report.applications.get(MERGE, 0) > 0
     assert MERGE in views.report.rules_used
     assert views.workload.graph.op_counts()["relax.matmul"] == matmuls - 1
     merged = [n for n in views.workload.graph.rpo() if n.op == "relax.matmul" and n.inputs[1].type.shape[-1] == 2 * 32]
@@ -228,7 +230,7 @@ def test_tensat_merges_the_projections_of_hugging_face_bert(same_outputs):
     from gsl_eq.models import hf_bert
 
     wl = hf_bert(layers=1, hidden=32, heads=2, seq=8)
-    _check_merges(wl, same_outputs, (8, 32))
+    _check_merges(wl, same_outputs, (8, 32), roofline=False)  # under roofline as the zoo's BERT
 
 
 def test_no_matrix_rule_applies_to_gpt2(same_outputs):
