@@ -1,0 +1,174 @@
+"""Broadcast rules: moving a per-channel broadcast op (a bias add, a scale) across a concat or a split.
+
+A conv's bias add ``conv + b``, ``b`` of shape ``(1, C, 1, 1)``, is a broadcasting op whose
+second operand varies along the channel axis only. Parts joined by a concat, or taken from
+one split, along that axis each add their own bias; the rules here add the concatenated
+biases to the whole tensor instead: one call instead of one per part (and, on a GPU, an
+epilogue of the kernel producing the whole tensor instead of a kernel per part).
+
+Each rule holds under Relax broadcasting because its guards ask that every second operand
+``b_i``
+
+- has the rank of its first operand ``a_i`` and does not broadcast it (``bop(a_i, b_i)``
+  has ``a_i``'s shape: every extent of ``b_i`` is ``a_i``'s or 1);
+- has ``a_i``'s extent on the concat (split) axis, so that the ``b_i`` concatenated line up
+  with the ``a_i`` concatenated (a ``b_i`` of extent 1 broadcast along the axis does not);
+- agrees with every other ``b_j`` on every other axis (so the concatenation of the ``b_i``
+  is defined and broadcasts along those axes as each ``b_i`` did).
+"""
+
+from __future__ import annotations
+
+from ..frontend import Subst, attr, op, pat, spec
+
+
+def _lines_up(a: pat.Pattern, b: pat.Pattern, b0: pat.Pattern, axis: attr.AttrExpr) -> attr.AttrExpr:
+    """``b`` has ``a``'s rank and extent on ``axis``, and ``b0``'s extent on every other axis."""
+    n = a.ndim
+    d = attr.Symbol("d")
+    k = axis % n
+    others = attr.ReduceIndexed(attr.BinOp.AND, (d == k) | (b.shape[d] == b0.shape[d]), d, n, True)
+    return (b.ndim == n) & (b.shape[k] == a.shape[k]) & others
+
+
+def _every_part(src: pat.Variadic, item: pat.Pattern, split: pat.Pattern) -> attr.AttrExpr:
+    """The split's last part is matched: as instance ``i`` matches part ``i``, every part is.
+
+    (Stated through the last instance rather than ``src.length == split.length`` so that it
+    cannot be evaluated, rather than false, while an instance is still being drawn: a matcher
+    refuses a guard it cannot evaluate, as it refuses a false one.)
+    """
+    return src(item, split.length - 1).index == split.length - 1
+
+
+def concat_of_broadcast() -> Subst:
+    """``concat(bop(a, b1), bop(c, b2), axis=k) -> bop(concat(a, c, axis=k), concat(b1, b2, axis=k))``.
+
+    ``bop`` is any broadcasting op (add, multiply, ...), the same for both calls. When: see the
+    module's docstring (``b1`` and ``b2`` have the rank of ``a``, do not broadcast it, have
+    ``a``'s and ``c``'s extents on axis ``k`` and agree on every other axis).
+    """
+    # Input
+    a = pat.Wildcard()
+    c = pat.Wildcard(dtype=a.dtype)
+    b1 = pat.Wildcard()
+    b2 = pat.Wildcard(dtype=b1.dtype)
+    # Source pattern: concat(bop(a, b1), bop(c, b2))
+    bop = pat.OpWithTrait(spec.OpTrait.BROADCASTING)
+    x1 = bop(a, b1, shape=a.shape)
+    x2 = bop(c, b2, shape=c.shape, dtype=x1.dtype)
+    cat = op.Concatenate((x1, x2))
+    # Target pattern: bop(concat(a, c), concat(b1, b2))
+    y = bop(op.Concatenate((a, c), axis=cat.axis), op.Concatenate((b1, b2), axis=cat.axis))
+    where = [_lines_up(a, b1, b1, cat.axis), _lines_up(c, b2, b1, cat.axis)]
+    return Subst(cat, y, name="concat_of_broadcast", where=where)
+
+
+def concat_of_broadcast_variadic() -> Subst:
+    """``concat(bop(a_0, b_0), ..., bop(a_n, b_n), axis=k) -> bop(concat(a_i, axis=k), concat(b_i, axis=k))``.
+
+    As :func:`concat_of_broadcast`, for a concat of any number (at least two) of calls of one
+    broadcasting op, every ``b_i`` lined up with its ``a_i`` and agreeing with ``b_0``.
+    """
+    # Input
+    a0 = pat.Wildcard()
+    b0 = pat.Wildcard()
+    a = pat.Wildcard(dtype=a0.dtype)
+    b = pat.Wildcard(dtype=b0.dtype)
+    # Source pattern: concat(bop(a_i, b_i) ...)
+    bop = pat.OpWithTrait(spec.OpTrait.BROADCASTING)
+    x0 = bop(a0, b0, shape=a0.shape)
+    x = bop(a, b, shape=a.shape, dtype=x0.dtype)
+    parts = pat.Variadic(x, templates=[x, a, b], first=[x0, a0, b0], min_len=2)
+    cat = op.Concatenate(parts)
+    # Target pattern: bop(concat(a_i ...), concat(b_i ...))
+    i = attr.Symbol()
+    a_inst = parts(a, i)
+    a_cat = op.Concatenate(pat.Variadic(a_inst, templates=[a_inst], index=i, length=parts.length), axis=cat.axis)
+    i = attr.Symbol()
+    b_inst = parts(b, i)
+    b_cat = op.Concatenate(pat.Variadic(b_inst, templates=[b_inst], index=i, length=parts.length), axis=cat.axis)
+    y = bop(a_cat, b_cat)
+    # When: every b_i lines up with its a_i, and agrees with b_0 off the axis
+    i = attr.Symbol()
+    each = attr.ReduceIndexed(attr.BinOp.AND, _lines_up(parts(a, i), parts(b, i), b0, cat.axis), i,
+                              parts.length, True)
+    return Subst(cat, y, name="concat_of_broadcast_variadic", where=each)
+
+
+def split_of_broadcast() -> Subst:
+    """``bop(split(y)[0], b1), bop(split(y)[1], b2) -> split(bop(y, concat(b1, b2, axis=k)))`` parts.
+
+    A two-part split along ``k`` whose parts each meet their own second operand of one
+    broadcasting op. When: see the module's docstring, ``a_i`` being the split's parts.
+    """
+    # Input
+    y = pat.Wildcard()
+    split = op.Split(y, length=2)
+    p1, p2 = split[0], split[1]
+    b1 = pat.Wildcard()
+    b2 = pat.Wildcard(dtype=b1.dtype)
+    # Source pattern: bop on each part
+    bop = pat.OpWithTrait(spec.OpTrait.BROADCASTING)
+    x1 = bop(p1, b1, shape=p1.shape)
+    x2 = bop(p2, b2, shape=p2.shape, dtype=x1.dtype)
+    # Target pattern: split(bop(y, concat(b1, b2)))
+    whole = bop(y, op.Concatenate((b1, b2), axis=split.axis))
+    new = op.Split(whole, indices_or_sections=split.indices_or_sections, axis=split.axis)
+    where = [_lines_up(p1, b1, b1, split.axis), _lines_up(p2, b2, b1, split.axis)]
+    return Subst([x1, x2], [new[0], new[1]], name="split_of_broadcast", where=where)
+
+
+def split_of_broadcast_variadic() -> Subst:
+    """``bop(split(y)[i], b_i)`` for every part ``i`` of a split -> the parts of ``split(bop(y, concat(b_i)))``.
+
+    As :func:`split_of_broadcast`, for a split into any number of parts, each part (in
+    order, none left out) meeting its own ``b_i``.
+    """
+    # Input
+    y = pat.Wildcard()
+    split = op.Split(y)
+    b = pat.Wildcard()
+    # Source pattern: bop(split(y)[i], b_i) for each i
+    bop = pat.OpWithTrait(spec.OpTrait.BROADCASTING)
+    i = attr.Symbol()
+    item = split[i]
+    x = bop(item, b, shape=item.shape)
+    src = pat.Variadic(x, templates=[x, item, b], index=i, min_len=2)
+    # Target pattern: the parts of split(bop(y, concat(b_i ...)))
+    j = attr.Symbol()
+    b_inst = src(b, j)
+    b_cat = op.Concatenate(pat.Variadic(b_inst, templates=[b_inst], index=j, length=src.length), axis=split.axis)
+    new = op.Split(bop(y, b_cat), indices_or_sections=split.indices_or_sections, axis=split.axis)
+    j = attr.Symbol()
+    part = new[j]
+    tgt = pat.Variadic(part, templates=[part], index=j)
+    # When: every part is covered, and every b_i lines up with its part
+    j = attr.Symbol()
+    each = attr.ReduceIndexed(attr.BinOp.AND, _lines_up(src(item, j), src(b, j), src(b, 0), split.axis), j,
+                              src.length, True)
+    return Subst(src, tgt, name="split_of_broadcast_variadic", where=[_every_part(src, item, split), each])
+
+
+def split_of_element_wise() -> Subst:
+    """``ew(split(y)[i])`` for every part ``i`` of a split -> the parts of ``split(ew(y))``.
+
+    One element-wise call (relu, ...) on the whole tensor instead of one per part. When: every
+    part of the split (in order, none left out) has a call of the same element-wise op, with the
+    same attributes and result dtype.
+    """
+    # Input
+    y = pat.Wildcard()
+    split = op.Split(y)
+    # Source pattern: ew(split(y)[i]) for each i
+    ew = pat.OpWithTrait(spec.OpTrait.ELEMENT_WISE)
+    i = attr.Symbol()
+    item = split[i]
+    x = ew(item)
+    src = pat.Variadic(x, templates=[x, item], index=i, min_len=2)
+    # Target pattern: the parts of split(ew(y))
+    new = op.Split(ew(y), indices_or_sections=split.indices_or_sections, axis=split.axis)
+    j = attr.Symbol()
+    part = new[j]
+    tgt = pat.Variadic(part, templates=[part], index=j)
+    return Subst(src, tgt, name="split_of_element_wise", where=_every_part(src, item, split))
