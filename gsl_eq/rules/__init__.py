@@ -40,6 +40,13 @@ from .algebraic import (
     mul_factors,
     ring,
 )
+from .broadcast import (
+    concat_of_broadcast,
+    concat_of_broadcast_variadic,
+    split_of_broadcast,
+    split_of_broadcast_variadic,
+    split_of_element_wise,
+)
 from .conv import (
     conv_mul,
     conv_shortcut_add,
@@ -70,6 +77,8 @@ __all__ = [
     "element_wise_over_concat", "matmul_associative", "matmul_distributes_left", "matmul_distributes_right",
     "matmul_factor_left", "mul_associative", "mul_associative_left", "mul_commutative", "mul_distributes",
     "mul_factors", "ring",
+    "concat_of_broadcast", "concat_of_broadcast_variadic", "split_of_broadcast", "split_of_broadcast_variadic",
+    "split_of_element_wise",
     "TVM_PASSES", "all", "bias_add_add", "bool_cumsum", "bool_equal", "conv_batch_norm", "conv_mul", "conv_shortcut_add", "default",
     "diamond_conv_add", "dispatch_tuple", "fusion", "identity_reshape", "lower_batch_norm", "lower_layer_norm",
     "legalize", "lowering", "merge_element_wise", "merge_element_wise_variadic", "parallel_conv", "parallel_conv_expand_kernels",
@@ -92,6 +101,7 @@ def fusion() -> list[Subst]:
         parallel_conv_variadic(), parallel_conv(), parallel_group_conv_variadic(), parallel_conv_expand_kernels(),
         parallel_matmul_bias_variadic(), parallel_matmul_variadic(), parallel_matmul(),
         merge_element_wise_variadic(), merge_element_wise(),
+        split_of_broadcast_variadic(), split_of_broadcast(), split_of_element_wise(),
     ]
 
 
@@ -113,7 +123,7 @@ def default() -> list[Subst]:
         *structure(),
         conv_batch_norm(), lower_batch_norm(), conv_mul(), bias_add_add(), diamond_conv_add(), conv_shortcut_add(),
         parallel_conv_variadic(), parallel_matmul_bias_variadic(), parallel_matmul_variadic(),
-        merge_element_wise_variadic(),
+        merge_element_wise_variadic(), split_of_broadcast_variadic(), split_of_element_wise(),
     ]
 
 
