@@ -43,6 +43,8 @@ from .algebraic import (
 from .broadcast import (
     concat_of_broadcast,
     concat_of_broadcast_variadic,
+    parallel_conv_bias_act_variadic,
+    parallel_conv_bias_variadic,
     split_of_broadcast,
     split_of_broadcast_variadic,
     split_of_element_wise,
@@ -78,7 +80,7 @@ __all__ = [
     "matmul_factor_left", "mul_associative", "mul_associative_left", "mul_commutative", "mul_distributes",
     "mul_factors", "ring",
     "concat_of_broadcast", "concat_of_broadcast_variadic", "split_of_broadcast", "split_of_broadcast_variadic",
-    "split_of_element_wise",
+    "split_of_element_wise", "parallel_conv_bias_act_variadic", "parallel_conv_bias_variadic",
     "TVM_PASSES", "all", "bias_add_add", "bool_cumsum", "bool_equal", "conv_batch_norm", "conv_mul", "conv_shortcut_add", "default",
     "diamond_conv_add", "dispatch_tuple", "fusion", "identity_reshape", "lower_batch_norm", "lower_layer_norm",
     "legalize", "lowering", "merge_element_wise", "merge_element_wise_variadic", "parallel_conv", "parallel_conv_expand_kernels",
@@ -98,6 +100,7 @@ def fusion() -> list[Subst]:
     """Rules merging convs, matmuls, bias adds and element-wise calls into fewer ops."""
     return [
         conv_batch_norm(), conv_mul(), bias_add_add(), diamond_conv_add(), conv_shortcut_add(), two_conv_add(),
+        parallel_conv_bias_act_variadic(), parallel_conv_bias_variadic(),
         parallel_conv_variadic(), parallel_conv(), parallel_group_conv_variadic(), parallel_conv_expand_kernels(),
         parallel_matmul_bias_variadic(), parallel_matmul_variadic(), parallel_matmul(),
         merge_element_wise_variadic(), merge_element_wise(),
@@ -122,7 +125,8 @@ def default() -> list[Subst]:
         *legalize(),
         *structure(),
         conv_batch_norm(), lower_batch_norm(), conv_mul(), bias_add_add(), diamond_conv_add(), conv_shortcut_add(),
-        parallel_conv_variadic(), parallel_matmul_bias_variadic(), parallel_matmul_variadic(),
+        parallel_conv_bias_act_variadic(), parallel_conv_bias_variadic(), parallel_conv_variadic(),
+        parallel_matmul_bias_variadic(), parallel_matmul_variadic(),
         merge_element_wise_variadic(), split_of_broadcast_variadic(), split_of_element_wise(),
     ]
 

@@ -20,6 +20,10 @@ Each rule holds under Relax broadcasting because its guards ask that every secon
 from __future__ import annotations
 
 from ..frontend import Subst, attr, op, pat, spec
+from ._common import CONV_ATTRS, NCHW
+
+
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
 def _lines_up(a: pat.Pattern, b: pat.Pattern, b0: pat.Pattern, axis: attr.AttrExpr) -> attr.AttrExpr:
@@ -172,3 +176,72 @@ def split_of_element_wise() -> Subst:
     part = new[j]
     tgt = pat.Variadic(part, templates=[part], index=j)
     return Subst(src, tgt, name="split_of_element_wise", where=_every_part(src, item, split))
+
+
+def _parallel_conv_then(name: str, activation: bool) -> Subst:
+    """Convs of one input, each followed by its own per-channel ``bop(., b_i)`` (and, with
+    ``activation``, one element-wise op) -> one conv, one ``bop``, (one activation,) split back."""
+    # Input
+    x = pat.Wildcard()
+    w0 = pat.Variable()
+    w = pat.Variable(shape=(None, None, w0.shape[2], w0.shape[3]), dtype=w0.dtype)
+    b0 = pat.Wildcard()
+    b = pat.Wildcard(dtype=b0.dtype)
+    # Source pattern: [ew](bop(conv2d(x, w_i), b_i)) for each i
+    bop = pat.OpWithTrait(spec.OpTrait.BROADCASTING)
+    ew = pat.OpWithTrait(spec.OpTrait.ELEMENT_WISE) if activation else None
+    conv0 = op.Conv2D(x, w0, groups=1, **NCHW)
+    conv = op.Conv2D(x, w, **pat.same_attr(conv0, CONV_ATTRS))
+    z0 = bop(conv0, b0, shape=conv0.shape)
+    z = bop(conv, b, shape=conv.shape, dtype=z0.dtype)
+    if activation:
+        y0, y = ew(z0), ew(z)
+        src = pat.Variadic(y, templates=[y, z, conv, w, b], first=[y0, z0, conv0, w0, b0], min_len=2)
+    else:
+        src = pat.Variadic(z, templates=[z, conv, w, b], first=[z0, conv0, w0, b0], min_len=2)
+    # Target pattern: split([ew](bop(conv2d(x, concat(w_i)), concat(b_i))))
+    i = attr.Symbol()
+    w_inst = src(w, i)
+    weights = op.Concatenate(pat.Variadic(w_inst, templates=[w_inst], index=i, length=src.length), axis=0)
+    i = attr.Symbol()
+    b_inst = src(b, i)
+    biases = op.Concatenate(pat.Variadic(b_inst, templates=[b_inst], index=i, length=src.length), axis=1)
+    whole = bop(op.Conv2D(x, weights, **pat.same_attr(conv0, CONV_ATTRS)), biases)
+    if activation:
+        whole = ew(whole)
+    i, j = attr.Symbol(), attr.Symbol()
+    split = op.Split(whole, axis=1, indices_or_sections=attr.Variadic(
+        attr.Sum(src(w, j).shape[0], j, i + 1), index=i, length=src.length - 1))
+    i = attr.Symbol()
+    item = split[i]
+    tgt = pat.Variadic(item, templates=[item], index=i)
+    # When: every b_i lines up with its conv's output channels, and agrees with b_0 elsewhere
+    i = attr.Symbol()
+    each = attr.ReduceIndexed(attr.BinOp.AND, _lines_up(src(conv, i), src(b, i), b0, 1), i, src.length, True)
+    # (and convs of floating-point values: the rule is meant for bias adds and scales, and the
+    # soundness checker cannot run an integer conv's floor_mod by a random zero)
+    floating = attr.In(z0.dtype, _FLOATS)
+    return Subst(src, tgt, name=name, where=[floating, _lines_up(conv0, b0, b0, 1), each])
+
+
+def parallel_conv_bias_variadic() -> Subst:
+    """``bop(conv2d(x, w_i), b_i)`` for two or more ``i`` -> parts of ``split(bop(conv2d(x, concat(w_i)), concat(b_i)))``.
+
+    :func:`~gsl_eq.rules.conv.parallel_conv_variadic` with each conv's bias add (or scale, any
+    broadcasting op, the same for all) merged too, so that it is one call on the merged conv
+    rather than one per part: in one rule, for saturation runs that search merges in their
+    first iteration only (TENSAT's ``multi_iterations=1``), where :func:`split_of_broadcast_variadic`
+    never sees the parts the conv merge makes. When: as ``parallel_conv_variadic``, and each
+    ``b_i`` lines up with its conv's output on the channel axis (see the module's docstring).
+    """
+    return _parallel_conv_then("parallel_conv_bias_variadic", activation=False)
+
+
+def parallel_conv_bias_act_variadic() -> Subst:
+    """``ew(bop(conv2d(x, w_i), b_i))`` for two or more ``i`` -> parts of ``split(ew(bop(conv2d(x, concat(w_i)), concat(b_i))))``.
+
+    :func:`parallel_conv_bias_variadic` with the activation after each bias add (relu, any
+    element-wise op, the same for all) merged as well: conv, bias add and activation of an
+    inception or squeezenet branch become one conv with its epilogue.
+    """
+    return _parallel_conv_then("parallel_conv_bias_act_variadic", activation=True)

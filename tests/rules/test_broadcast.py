@@ -8,7 +8,7 @@ from gsl_eq.soundness import Verdict, check_rule
 from .support import R, item, ops, outputs, var, workload
 
 MINE = ["concat_of_broadcast_variadic", "concat_of_broadcast", "split_of_broadcast_variadic", "split_of_broadcast",
-        "split_of_element_wise"]
+        "split_of_element_wise", "parallel_conv_bias_act_variadic", "parallel_conv_bias_variadic"]
 
 
 @pytest.mark.parametrize("name", MINE)
@@ -148,3 +148,39 @@ def test_parallel_branches_without_concat(same_outputs):
     same_outputs(wl, result.workload)
     assert ops(result.workload) == {"nn.conv2d": 1, "add": 1, "nn.relu": 1, "split": 1}
     assert result.report.calls_after < result.report.calls_before
+
+
+# --- convs merged with their bias adds and activations -----------------------------------
+
+
+def test_parallel_conv_bias_act(applies):
+    wl = workload(outputs(*[R.nn.relu(b) for b in branches([2, 3, 4])]))
+    applies(wl, rules.parallel_conv_bias_act_variadic(), {"nn.conv2d": 1, "add": 1, "nn.relu": 1, "split": 1},
+            {"nn.conv2d": 1, "add": 1, "nn.relu": 1, "split": 1, "concat": 2})
+
+
+def test_parallel_conv_bias(applies):
+    wl = workload(outputs(*[R.sigmoid(b) if k else b for k, b in enumerate(branches([2, 3], op=R.multiply))]))
+    applies(wl, rules.parallel_conv_bias_variadic(), {"nn.conv2d": 1, "multiply": 1, "split": 1, "sigmoid": 1},
+            {"nn.conv2d": 1, "multiply": 1, "split": 1, "sigmoid": 1, "concat": 2})
+
+
+def test_parallel_conv_bias_rejects(rejects):
+    # a bias broadcast along the channels; different ops; different activations
+    rejects(workload(outputs(*branches([2, 3], bias_shape=lambda c: (1, 1, 1, 1)))), rules.parallel_conv_bias_variadic())
+    x = var("x", 1, 4, 6, 6)
+    convs = [R.nn.conv2d(x, var(f"w{k}", 2, 4, 1, 1)) for k in range(2)]
+    rejects(workload(outputs(R.add(convs[0], var("p", 1, 2, 1, 1)), R.multiply(convs[1], var("q", 1, 2, 1, 1)))),
+            rules.parallel_conv_bias_variadic())
+    rejects(workload(outputs(*[act(b) for act, b in zip((R.nn.relu, R.sigmoid), branches([2, 3]))])),
+            rules.parallel_conv_bias_act_variadic())
+
+
+def test_tensat_setting_merges_conv_bias_relu(same_outputs):
+    """Merges searched in the first iteration only (TENSAT's setting): the conv merge must take its
+    bias adds and relus along at once, or they stay one kernel per part."""
+    wl = inception_like()
+    result = optimize(wl, rules.default(), mode="saturate", cost="gpu", multi_iterations=1, cycles="filter")
+    same_outputs(wl, result.workload)
+    assert ops(result.workload) == {"nn.conv2d": 1, "add": 1, "nn.relu": 1}
+    assert result.report.cost_after < result.report.cost_before
