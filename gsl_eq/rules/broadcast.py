@@ -20,7 +20,7 @@ Each rule holds under Relax broadcasting because its guards ask that every secon
 from __future__ import annotations
 
 from ..frontend import Subst, attr, op, pat, spec
-from ._common import CONV_ATTRS, NCHW
+from ._common import CONV_ATTRS, NCHW, same_padding
 
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
@@ -245,3 +245,43 @@ def parallel_conv_bias_act_variadic() -> Subst:
     inception or squeezenet branch become one conv with its epilogue.
     """
     return _parallel_conv_then("parallel_conv_bias_act_variadic", activation=True)
+
+
+def parallel_conv_expand_kernels_bias_act() -> Subst:
+    """``ew(bop(conv2d(x, w1), b1)), ew(bop(conv2d(x, w2), b2))``, kernels of different sizes -> the
+    parts of ``split(ew(bop(conv2d(x, concat(pad(w1), pad(w2))), concat(b1, b2))))``.
+
+    :func:`~gsl_eq.rules.conv.parallel_conv_expand_kernels` (the smaller kernel zero-padded to the
+    larger size) with each conv's bias add and activation merged too, in one match: squeezenet's
+    expand 1x1 and 3x3 convs. When: as ``parallel_conv_expand_kernels``, one broadcasting op and
+    one element-wise op for both, each ``b_i`` lined up with its conv's output channels (see the
+    module's docstring), floating-point values.
+    """
+    # Input
+    x = pat.Wildcard()
+    w1 = pat.Variable()
+    w2 = pat.Variable(dtype=w1.dtype)
+    b1 = pat.Wildcard()
+    b2 = pat.Wildcard(dtype=b1.dtype)
+    # Source pattern: ew(bop(conv2d(x, w_i), b_i)) for i = 1, 2
+    keep = ["strides", "dilation", "groups", *NCHW, "out_dtype"]
+    conv1 = op.Conv2D(x, w1, padding=same_padding(w1), dilation=(1, 1), groups=1, **NCHW)
+    conv2 = op.Conv2D(x, w2, padding=same_padding(w2), **pat.same_attr(conv1, keep))
+    bop = pat.OpWithTrait(spec.OpTrait.BROADCASTING)
+    ew = pat.OpWithTrait(spec.OpTrait.ELEMENT_WISE)
+    z1 = bop(conv1, b1, shape=conv1.shape)
+    z2 = bop(conv2, b2, shape=conv2.shape, dtype=z1.dtype)
+    y1, y2 = ew(z1), ew(z2)
+    # Target pattern
+    kh, kw = attr.Max(w1.shape[2], w2.shape[2]), attr.Max(w1.shape[3], w2.shape[3])
+
+    def expand(w: pat.Pattern) -> pat.Call:
+        top, left = (kh - 1) // 2 - (w.shape[2] - 1) // 2, (kw - 1) // 2 - (w.shape[3] - 1) // 2
+        return op.Pad(w, pad_width=(0, 0, 0, 0, top, kh - w.shape[2] - top, left, kw - w.shape[3] - left))
+
+    w = op.Concatenate((expand(w1), expand(w2)), axis=0)
+    conv = op.Conv2D(x, w, padding=((kh - 1) // 2, (kw - 1) // 2, kh // 2, kw // 2), **pat.same_attr(conv1, keep))
+    whole = ew(bop(conv, op.Concatenate((b1, b2), axis=1)))
+    split = op.Split(whole, indices_or_sections=(w1.shape[0],), axis=1)
+    where = [attr.In(z1.dtype, _FLOATS), _lines_up(conv1, b1, b1, 1), _lines_up(conv2, b2, b1, 1)]
+    return Subst([y1, y2], [split[0], split[1]], name="parallel_conv_expand_kernels_bias_act", where=where)

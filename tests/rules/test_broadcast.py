@@ -8,7 +8,8 @@ from gsl_eq.soundness import Verdict, check_rule
 from .support import R, item, ops, outputs, var, workload
 
 MINE = ["concat_of_broadcast_variadic", "concat_of_broadcast", "split_of_broadcast_variadic", "split_of_broadcast",
-        "split_of_element_wise", "parallel_conv_bias_act_variadic", "parallel_conv_bias_variadic"]
+        "split_of_element_wise", "parallel_conv_bias_act_variadic", "parallel_conv_bias_variadic",
+        "parallel_conv_expand_kernels_bias_act"]
 
 
 @pytest.mark.parametrize("name", MINE)
@@ -184,3 +185,13 @@ def test_tensat_setting_merges_conv_bias_relu(same_outputs):
     same_outputs(wl, result.workload)
     assert ops(result.workload) == {"nn.conv2d": 1, "add": 1, "nn.relu": 1}
     assert result.report.cost_after < result.report.cost_before
+
+
+def test_parallel_conv_expand_kernels_bias_act(applies):
+    # squeezenet's expand convs: 1x1 and 3x3 ("same" padding) of one input, each with bias and relu
+    x = var("x", 1, 4, 6, 6)
+    ys = [R.nn.relu(R.add(R.nn.conv2d(x, var(f"w{k}", c, 4, s, s), padding=(s // 2,) * 4), var(f"b{k}", 1, c, 1, 1)))
+          for k, (c, s) in enumerate([(2, 1), (3, 3)])]
+    applies(workload(R.concat(ys, axis=1)), rules.parallel_conv_expand_kernels_bias_act(),
+            {"nn.conv2d": 1, "add": 1, "nn.relu": 1, "split": 1, "concat": 1},
+            {"nn.conv2d": 1, "add": 1, "nn.relu": 1, "split": 1, "concat": 3, "nn.pad": 2})
