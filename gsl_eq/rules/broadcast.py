@@ -15,13 +15,20 @@ Each rule holds under Relax broadcasting because its guards ask that every secon
   with the ``a_i`` concatenated (a ``b_i`` of extent 1 broadcast along the axis does not);
 - agrees with every other ``b_j`` on every other axis (so the concatenation of the ``b_i``
   is defined and broadcasts along those axes as each ``b_i`` did).
+
+Which rules go where: the split forms and the conv merges that take each conv's bias add (and
+activation) along are in ``fusion()`` and ``default()`` (the expand-kernels one, which pads a
+kernel with zeros, in ``fusion()`` only); the concat forms are in ``algebraic()``, since
+``bop`` on a concat is a kernel of its own where each ``bop(a_i, b_i)`` may have been an
+epilogue of ``a_i``'s kernel. Saturation searching merges in its first iteration only
+(TENSAT's ``multi_iterations=1``) needs the conv merges: the split forms never see the parts
+``parallel_conv_variadic`` makes there.
 """
 
 from __future__ import annotations
 
 from ..frontend import Subst, attr, op, pat, spec
 from ._common import CONV_ATTRS, NCHW, same_padding
-
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
