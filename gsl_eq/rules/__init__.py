@@ -40,6 +40,16 @@ from .algebraic import (
     mul_factors,
     ring,
 )
+from .broadcast import (
+    concat_of_broadcast,
+    concat_of_broadcast_variadic,
+    parallel_conv_bias_act_variadic,
+    parallel_conv_bias_variadic,
+    parallel_conv_expand_kernels_bias_act,
+    split_of_broadcast,
+    split_of_broadcast_variadic,
+    split_of_element_wise,
+)
 from .conv import (
     conv_mul,
     conv_shortcut_add,
@@ -70,6 +80,9 @@ __all__ = [
     "element_wise_over_concat", "matmul_associative", "matmul_distributes_left", "matmul_distributes_right",
     "matmul_factor_left", "mul_associative", "mul_associative_left", "mul_commutative", "mul_distributes",
     "mul_factors", "ring",
+    "concat_of_broadcast", "concat_of_broadcast_variadic", "split_of_broadcast", "split_of_broadcast_variadic",
+    "split_of_element_wise", "parallel_conv_bias_act_variadic", "parallel_conv_bias_variadic",
+    "parallel_conv_expand_kernels_bias_act",
     "TVM_PASSES", "all", "bias_add_add", "bool_cumsum", "bool_equal", "conv_batch_norm", "conv_mul", "conv_shortcut_add", "default",
     "diamond_conv_add", "dispatch_tuple", "fusion", "identity_reshape", "lower_batch_norm", "lower_layer_norm",
     "legalize", "lowering", "merge_element_wise", "merge_element_wise_variadic", "parallel_conv", "parallel_conv_expand_kernels",
@@ -89,9 +102,12 @@ def fusion() -> list[Subst]:
     """Rules merging convs, matmuls, bias adds and element-wise calls into fewer ops."""
     return [
         conv_batch_norm(), conv_mul(), bias_add_add(), diamond_conv_add(), conv_shortcut_add(), two_conv_add(),
-        parallel_conv_variadic(), parallel_conv(), parallel_group_conv_variadic(), parallel_conv_expand_kernels(),
+        parallel_conv_bias_act_variadic(), parallel_conv_bias_variadic(),
+        parallel_conv_variadic(), parallel_conv(), parallel_group_conv_variadic(), parallel_conv_expand_kernels_bias_act(),
+        parallel_conv_expand_kernels(),
         parallel_matmul_bias_variadic(), parallel_matmul_variadic(), parallel_matmul(),
         merge_element_wise_variadic(), merge_element_wise(),
+        split_of_broadcast_variadic(), split_of_broadcast(), split_of_element_wise(),
     ]
 
 
@@ -112,8 +128,9 @@ def default() -> list[Subst]:
         *legalize(),
         *structure(),
         conv_batch_norm(), lower_batch_norm(), conv_mul(), bias_add_add(), diamond_conv_add(), conv_shortcut_add(),
-        parallel_conv_variadic(), parallel_matmul_bias_variadic(), parallel_matmul_variadic(),
-        merge_element_wise_variadic(),
+        parallel_conv_bias_act_variadic(), parallel_conv_bias_variadic(), parallel_conv_variadic(),
+        parallel_matmul_bias_variadic(), parallel_matmul_variadic(),
+        merge_element_wise_variadic(), split_of_broadcast_variadic(), split_of_element_wise(),
     ]
 
 

@@ -125,6 +125,7 @@ def ring() -> list[Subst]:
 def algebraic() -> list[Subst]:
     """The identities saturation uses besides the library's fusions (which include the TASO-style
     merges of parallel matmuls and convs sharing an input: ``parallel_matmul``, ``parallel_conv``)."""
+    from .broadcast import concat_of_broadcast, concat_of_broadcast_variadic
     from .conv import parallel_conv
     from .matmul import parallel_matmul
 
@@ -132,4 +133,5 @@ def algebraic() -> list[Subst]:
         add_commutative(), mul_commutative(), add_associative(), mul_associative(),
         matmul_distributes_left(), matmul_distributes_right(), matmul_factor_left(), matmul_associative(),
         element_wise_over_concat(), concat_of_element_wise(), parallel_matmul(), parallel_conv(),
+        concat_of_broadcast_variadic(), concat_of_broadcast(),
     ]

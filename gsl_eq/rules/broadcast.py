@@ -1,0 +1,294 @@
+"""Broadcast rules: moving a per-channel broadcast op (a bias add, a scale) across a concat or a split.
+
+A conv's bias add ``conv + b``, ``b`` of shape ``(1, C, 1, 1)``, is a broadcasting op whose
+second operand varies along the channel axis only. Parts joined by a concat, or taken from
+one split, along that axis each add their own bias; the rules here add the concatenated
+biases to the whole tensor instead: one call instead of one per part (and, on a GPU, an
+epilogue of the kernel producing the whole tensor instead of a kernel per part).
+
+Each rule holds under Relax broadcasting because its guards ask that every second operand
+``b_i``
+
+- has the rank of its first operand ``a_i`` and does not broadcast it (``bop(a_i, b_i)``
+  has ``a_i``'s shape: every extent of ``b_i`` is ``a_i``'s or 1);
+- has ``a_i``'s extent on the concat (split) axis, so that the ``b_i`` concatenated line up
+  with the ``a_i`` concatenated (a ``b_i`` of extent 1 broadcast along the axis does not);
+- agrees with every other ``b_j`` on every other axis (so the concatenation of the ``b_i``
+  is defined and broadcasts along those axes as each ``b_i`` did).
+
+Which rules go where: the split forms and the conv merges that take each conv's bias add (and
+activation) along are in ``fusion()`` and ``default()`` (the expand-kernels one, which pads a
+kernel with zeros, in ``fusion()`` only); the concat forms are in ``algebraic()``, since
+``bop`` on a concat is a kernel of its own where each ``bop(a_i, b_i)`` may have been an
+epilogue of ``a_i``'s kernel. Saturation searching merges in its first iteration only
+(TENSAT's ``multi_iterations=1``) needs the conv merges: the split forms never see the parts
+``parallel_conv_variadic`` makes there.
+"""
+
+from __future__ import annotations
+
+from ..frontend import Subst, attr, op, pat, spec
+from ._common import CONV_ATTRS, NCHW, same_padding
+
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
+
+
+def _lines_up(a: pat.Pattern, b: pat.Pattern, b0: pat.Pattern, axis: attr.AttrExpr) -> attr.AttrExpr:
+    """``b`` has ``a``'s rank and extent on ``axis``, and ``b0``'s extent on every other axis."""
+    n = a.ndim
+    d = attr.Symbol("d")
+    k = axis % n
+    others = attr.ReduceIndexed(attr.BinOp.AND, (d == k) | (b.shape[d] == b0.shape[d]), d, n, True)
+    return (b.ndim == n) & (b.shape[k] == a.shape[k]) & others
+
+
+def _every_part(src: pat.Variadic, item: pat.Pattern, split: pat.Pattern) -> attr.AttrExpr:
+    """The split's last part is matched: as instance ``i`` matches part ``i``, every part is.
+
+    (Stated through the last instance rather than ``src.length == split.length`` so that it
+    cannot be evaluated, rather than false, while an instance is still being drawn: a matcher
+    refuses a guard it cannot evaluate, as it refuses a false one.)
+    """
+    return src(item, split.length - 1).index == split.length - 1
+
+
+def concat_of_broadcast() -> Subst:
+    """``concat(bop(a, b1), bop(c, b2), axis=k) -> bop(concat(a, c, axis=k), concat(b1, b2, axis=k))``.
+
+    ``bop`` is any broadcasting op (add, multiply, ...), the same for both calls. When: see the
+    module's docstring (``b1`` and ``b2`` have the rank of ``a``, do not broadcast it, have
+    ``a``'s and ``c``'s extents on axis ``k`` and agree on every other axis).
+    """
+    # Input
+    a = pat.Wildcard()
+    c = pat.Wildcard(dtype=a.dtype)
+    b1 = pat.Wildcard()
+    b2 = pat.Wildcard(dtype=b1.dtype)
+    # Source pattern: concat(bop(a, b1), bop(c, b2))
+    bop = pat.OpWithTrait(spec.OpTrait.BROADCASTING)
+    x1 = bop(a, b1, shape=a.shape)
+    x2 = bop(c, b2, shape=c.shape, dtype=x1.dtype)
+    cat = op.Concatenate((x1, x2))
+    # Target pattern: bop(concat(a, c), concat(b1, b2))
+    y = bop(op.Concatenate((a, c), axis=cat.axis), op.Concatenate((b1, b2), axis=cat.axis))
+    where = [_lines_up(a, b1, b1, cat.axis), _lines_up(c, b2, b1, cat.axis)]
+    return Subst(cat, y, name="concat_of_broadcast", where=where)
+
+
+def concat_of_broadcast_variadic() -> Subst:
+    """``concat(bop(a_0, b_0), ..., bop(a_n, b_n), axis=k) -> bop(concat(a_i, axis=k), concat(b_i, axis=k))``.
+
+    As :func:`concat_of_broadcast`, for a concat of any number (at least two) of calls of one
+    broadcasting op, every ``b_i`` lined up with its ``a_i`` and agreeing with ``b_0``.
+    """
+    # Input
+    a0 = pat.Wildcard()
+    b0 = pat.Wildcard()
+    a = pat.Wildcard(dtype=a0.dtype)
+    b = pat.Wildcard(dtype=b0.dtype)
+    # Source pattern: concat(bop(a_i, b_i) ...)
+    bop = pat.OpWithTrait(spec.OpTrait.BROADCASTING)
+    x0 = bop(a0, b0, shape=a0.shape)
+    x = bop(a, b, shape=a.shape, dtype=x0.dtype)
+    parts = pat.Variadic(x, templates=[x, a, b], first=[x0, a0, b0], min_len=2)
+    cat = op.Concatenate(parts)
+    # Target pattern: bop(concat(a_i ...), concat(b_i ...))
+    i = attr.Symbol()
+    a_inst = parts(a, i)
+    a_cat = op.Concatenate(pat.Variadic(a_inst, templates=[a_inst], index=i, length=parts.length), axis=cat.axis)
+    i = attr.Symbol()
+    b_inst = parts(b, i)
+    b_cat = op.Concatenate(pat.Variadic(b_inst, templates=[b_inst], index=i, length=parts.length), axis=cat.axis)
+    y = bop(a_cat, b_cat)
+    # When: every b_i lines up with its a_i, and agrees with b_0 off the axis
+    i = attr.Symbol()
+    each = attr.ReduceIndexed(attr.BinOp.AND, _lines_up(parts(a, i), parts(b, i), b0, cat.axis), i,
+                              parts.length, True)
+    return Subst(cat, y, name="concat_of_broadcast_variadic", where=each)
+
+
+def split_of_broadcast() -> Subst:
+    """``bop(split(y)[0], b1), bop(split(y)[1], b2) -> split(bop(y, concat(b1, b2, axis=k)))`` parts.
+
+    A two-part split along ``k`` whose parts each meet their own second operand of one
+    broadcasting op. When: see the module's docstring, ``a_i`` being the split's parts.
+    """
+    # Input
+    y = pat.Wildcard()
+    split = op.Split(y, length=2)
+    p1, p2 = split[0], split[1]
+    b1 = pat.Wildcard()
+    b2 = pat.Wildcard(dtype=b1.dtype)
+    # Source pattern: bop on each part
+    bop = pat.OpWithTrait(spec.OpTrait.BROADCASTING)
+    x1 = bop(p1, b1, shape=p1.shape)
+    x2 = bop(p2, b2, shape=p2.shape, dtype=x1.dtype)
+    # Target pattern: split(bop(y, concat(b1, b2)))
+    whole = bop(y, op.Concatenate((b1, b2), axis=split.axis))
+    new = op.Split(whole, indices_or_sections=split.indices_or_sections, axis=split.axis)
+    where = [_lines_up(p1, b1, b1, split.axis), _lines_up(p2, b2, b1, split.axis)]
+    return Subst([x1, x2], [new[0], new[1]], name="split_of_broadcast", where=where)
+
+
+def split_of_broadcast_variadic() -> Subst:
+    """``bop(split(y)[i], b_i)`` for every part ``i`` of a split -> the parts of ``split(bop(y, concat(b_i)))``.
+
+    As :func:`split_of_broadcast`, for a split into any number of parts, each part (in
+    order, none left out) meeting its own ``b_i``.
+    """
+    # Input
+    y = pat.Wildcard()
+    split = op.Split(y)
+    b = pat.Wildcard()
+    # Source pattern: bop(split(y)[i], b_i) for each i
+    bop = pat.OpWithTrait(spec.OpTrait.BROADCASTING)
+    i = attr.Symbol()
+    item = split[i]
+    x = bop(item, b, shape=item.shape)
+    src = pat.Variadic(x, templates=[x, item, b], index=i, min_len=2)
+    # Target pattern: the parts of split(bop(y, concat(b_i ...)))
+    j = attr.Symbol()
+    b_inst = src(b, j)
+    b_cat = op.Concatenate(pat.Variadic(b_inst, templates=[b_inst], index=j, length=src.length), axis=split.axis)
+    new = op.Split(bop(y, b_cat), indices_or_sections=split.indices_or_sections, axis=split.axis)
+    j = attr.Symbol()
+    part = new[j]
+    tgt = pat.Variadic(part, templates=[part], index=j)
+    # When: every part is covered, and every b_i lines up with its part
+    j = attr.Symbol()
+    each = attr.ReduceIndexed(attr.BinOp.AND, _lines_up(src(item, j), src(b, j), src(b, 0), split.axis), j,
+                              src.length, True)
+    return Subst(src, tgt, name="split_of_broadcast_variadic", where=[_every_part(src, item, split), each])
+
+
+def split_of_element_wise() -> Subst:
+    """``ew(split(y)[i])`` for every part ``i`` of a split -> the parts of ``split(ew(y))``.
+
+    One element-wise call (relu, ...) on the whole tensor instead of one per part. When: every
+    part of the split (in order, none left out) has a call of the same element-wise op, with the
+    same attributes and result dtype.
+    """
+    # Input
+    y = pat.Wildcard()
+    split = op.Split(y)
+    # Source pattern: ew(split(y)[i]) for each i
+    ew = pat.OpWithTrait(spec.OpTrait.ELEMENT_WISE)
+    i = attr.Symbol()
+    item = split[i]
+    x = ew(item)
+    src = pat.Variadic(x, templates=[x, item], index=i, min_len=2)
+    # Target pattern: the parts of split(ew(y))
+    new = op.Split(ew(y), indices_or_sections=split.indices_or_sections, axis=split.axis)
+    j = attr.Symbol()
+    part = new[j]
+    tgt = pat.Variadic(part, templates=[part], index=j)
+    return Subst(src, tgt, name="split_of_element_wise", where=_every_part(src, item, split))
+
+
+def _parallel_conv_then(name: str, activation: bool) -> Subst:
+    """Convs of one input, each followed by its own per-channel ``bop(., b_i)`` (and, with
+    ``activation``, one element-wise op) -> one conv, one ``bop``, (one activation,) split back."""
+    # Input
+    x = pat.Wildcard()
+    w0 = pat.Variable()
+    w = pat.Variable(shape=(None, None, w0.shape[2], w0.shape[3]), dtype=w0.dtype)
+    b0 = pat.Wildcard()
+    b = pat.Wildcard(dtype=b0.dtype)
+    # Source pattern: [ew](bop(conv2d(x, w_i), b_i)) for each i
+    bop = pat.OpWithTrait(spec.OpTrait.BROADCASTING)
+    ew = pat.OpWithTrait(spec.OpTrait.ELEMENT_WISE) if activation else None
+    conv0 = op.Conv2D(x, w0, groups=1, **NCHW)
+    conv = op.Conv2D(x, w, **pat.same_attr(conv0, CONV_ATTRS))
+    z0 = bop(conv0, b0, shape=conv0.shape)
+    z = bop(conv, b, shape=conv.shape, dtype=z0.dtype)
+    if activation:
+        y0, y = ew(z0), ew(z)
+        src = pat.Variadic(y, templates=[y, z, conv, w, b], first=[y0, z0, conv0, w0, b0], min_len=2)
+    else:
+        src = pat.Variadic(z, templates=[z, conv, w, b], first=[z0, conv0, w0, b0], min_len=2)
+    # Target pattern: split([ew](bop(conv2d(x, concat(w_i)), concat(b_i))))
+    i = attr.Symbol()
+    w_inst = src(w, i)
+    weights = op.Concatenate(pat.Variadic(w_inst, templates=[w_inst], index=i, length=src.length), axis=0)
+    i = attr.Symbol()
+    b_inst = src(b, i)
+    biases = op.Concatenate(pat.Variadic(b_inst, templates=[b_inst], index=i, length=src.length), axis=1)
+    whole = bop(op.Conv2D(x, weights, **pat.same_attr(conv0, CONV_ATTRS)), biases)
+    if activation:
+        whole = ew(whole)
+    i, j = attr.Symbol(), attr.Symbol()
+    split = op.Split(whole, axis=1, indices_or_sections=attr.Variadic(
+        attr.Sum(src(w, j).shape[0], j, i + 1), index=i, length=src.length - 1))
+    i = attr.Symbol()
+    item = split[i]
+    tgt = pat.Variadic(item, templates=[item], index=i)
+    # When: every b_i lines up with its conv's output channels, and agrees with b_0 elsewhere
+    i = attr.Symbol()
+    each = attr.ReduceIndexed(attr.BinOp.AND, _lines_up(src(conv, i), src(b, i), b0, 1), i, src.length, True)
+    # (and convs of floating-point values: the rule is meant for bias adds and scales, and the
+    # soundness checker cannot run an integer conv's floor_mod by a random zero)
+    floating = attr.In(z0.dtype, _FLOATS)
+    return Subst(src, tgt, name=name, where=[floating, _lines_up(conv0, b0, b0, 1), each])
+
+
+def parallel_conv_bias_variadic() -> Subst:
+    """``bop(conv2d(x, w_i), b_i)`` for two or more ``i`` -> parts of ``split(bop(conv2d(x, concat(w_i)), concat(b_i)))``.
+
+    :func:`~gsl_eq.rules.conv.parallel_conv_variadic` with each conv's bias add (or scale, any
+    broadcasting op, the same for all) merged too, so that it is one call on the merged conv
+    rather than one per part: in one rule, for saturation runs that search merges in their
+    first iteration only (TENSAT's ``multi_iterations=1``), where :func:`split_of_broadcast_variadic`
+    never sees the parts the conv merge makes. When: as ``parallel_conv_variadic``, and each
+    ``b_i`` lines up with its conv's output on the channel axis (see the module's docstring).
+    """
+    return _parallel_conv_then("parallel_conv_bias_variadic", activation=False)
+
+
+def parallel_conv_bias_act_variadic() -> Subst:
+    """``ew(bop(conv2d(x, w_i), b_i))`` for two or more ``i`` -> parts of ``split(ew(bop(conv2d(x, concat(w_i)), concat(b_i))))``.
+
+    :func:`parallel_conv_bias_variadic` with the activation after each bias add (relu, any
+    element-wise op, the same for all) merged as well: conv, bias add and activation of an
+    inception or squeezenet branch become one conv with its epilogue.
+    """
+    return _parallel_conv_then("parallel_conv_bias_act_variadic", activation=True)
+
+
+def parallel_conv_expand_kernels_bias_act() -> Subst:
+    """``ew(bop(conv2d(x, w1), b1)), ew(bop(conv2d(x, w2), b2))``, kernels of different sizes -> the
+    parts of ``split(ew(bop(conv2d(x, concat(pad(w1), pad(w2))), concat(b1, b2))))``.
+
+    :func:`~gsl_eq.rules.conv.parallel_conv_expand_kernels` (the smaller kernel zero-padded to the
+    larger size) with each conv's bias add and activation merged too, in one match: squeezenet's
+    expand 1x1 and 3x3 convs. When: as ``parallel_conv_expand_kernels``, one broadcasting op and
+    one element-wise op for both, each ``b_i`` lined up with its conv's output channels (see the
+    module's docstring), floating-point values.
+    """
+    # Input
+    x = pat.Wildcard()
+    w1 = pat.Variable()
+    w2 = pat.Variable(dtype=w1.dtype)
+    b1 = pat.Wildcard()
+    b2 = pat.Wildcard(dtype=b1.dtype)
+    # Source pattern: ew(bop(conv2d(x, w_i), b_i)) for i = 1, 2
+    keep = ["strides", "dilation", "groups", *NCHW, "out_dtype"]
+    conv1 = op.Conv2D(x, w1, padding=same_padding(w1), dilation=(1, 1), groups=1, **NCHW)
+    conv2 = op.Conv2D(x, w2, padding=same_padding(w2), **pat.same_attr(conv1, keep))
+    bop = pat.OpWithTrait(spec.OpTrait.BROADCASTING)
+    ew = pat.OpWithTrait(spec.OpTrait.ELEMENT_WISE)
+    z1 = bop(conv1, b1, shape=conv1.shape)
+    z2 = bop(conv2, b2, shape=conv2.shape, dtype=z1.dtype)
+    y1, y2 = ew(z1), ew(z2)
+    # Target pattern
+    kh, kw = attr.Max(w1.shape[2], w2.shape[2]), attr.Max(w1.shape[3], w2.shape[3])
+
+    def expand(w: pat.Pattern) -> pat.Call:
+        top, left = (kh - 1) // 2 - (w.shape[2] - 1) // 2, (kw - 1) // 2 - (w.shape[3] - 1) // 2
+        return op.Pad(w, pad_width=(0, 0, 0, 0, top, kh - w.shape[2] - top, left, kw - w.shape[3] - left))
+
+    w = op.Concatenate((expand(w1), expand(w2)), axis=0)
+    conv = op.Conv2D(x, w, padding=((kh - 1) // 2, (kw - 1) // 2, kh // 2, kw // 2), **pat.same_attr(conv1, keep))
+    whole = ew(bop(conv, op.Concatenate((b1, b2), axis=1)))
+    split = op.Split(whole, indices_or_sections=(w1.shape[0],), axis=1)
+    where = [attr.In(z1.dtype, _FLOATS), _lines_up(conv1, b1, b1, 1), _lines_up(conv2, b2, b1, 1)]
+    return Subst([y1, y2], [split[0], split[1]], name="parallel_conv_expand_kernels_bias_act", where=where)
