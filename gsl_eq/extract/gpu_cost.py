@@ -42,7 +42,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..frontend.spec import OpTrait, ops_with_trait
 from ..graph import Graph, Kind, Node
 from ..graph.types import TensorType, Type
-from .cost import _nbytes, op_bytes, op_flops
+from .work import _nbytes, op_bytes, op_flops
 
 __all__ = ["DEVICES", "Device", "GPU"]
 
