@@ -10,11 +10,14 @@ from gsl_eq.soundness import Verdict, check_rule
 
 LIBRARY = {r.name: r for group in (rules.all(), rules.algebraic(), rules.ring(), rules.tvm_equivalents()) for r in group}
 LEGALIZING = {r.name for r in rules.legalize()}
+#: Rules whose guards few random draws satisfy (every part of a split matched, biases agreeing off
+#: the axis): more draws to find their three instances.
+HARD_TO_DRAW = {"split_of_broadcast_variadic": 120}
 
 
 @pytest.mark.parametrize("name", sorted(set(LIBRARY) - LEGALIZING))
 def test_library_rule_is_sound_on_its_sample(name):
-    result = check_rule(LIBRARY[name], trials=3, seed=0)
+    result = check_rule(LIBRARY[name], trials=3, seed=0, tries=HARD_TO_DRAW.get(name))
     assert result.verdict is Verdict.SOUND and result.ok, result.summary()
     assert result.instances == 3
 
