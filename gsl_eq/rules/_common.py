@@ -52,3 +52,23 @@ def channel_shape(channels: Any, axis: Any, ndim: Any) -> attr.AttrExpr:
     """The shape ``(1, .., channels, .., 1)`` of rank ``ndim``, ``channels`` at ``axis``: a vector broadcast along ``axis``."""
     i = attr.Symbol("i")
     return attr.Variadic(attr.Cond(i == axis, channels, 1), index=i, length=ndim)
+
+
+def concat_each(src: pat.Variadic, template: pat.Pattern, axis: Any) -> pat.Call:
+    """The concat, along ``axis``, of what ``template`` matched in each repetition of the variadic
+    ``src`` (the weights of every merged conv: ``concat_each(src, w, axis=0)``)."""
+    i = attr.Symbol()
+    inst = src(template, i)
+    return op.Concatenate(pat.Variadic(inst, templates=[inst], index=i, length=src.length), axis=axis)
+
+
+def split_back(whole: pat.Pattern, src: pat.Variadic, template: pat.Pattern, dim: int, axis: int) -> pat.Variadic:
+    """The parts of ``whole`` split along ``axis`` where the repetitions of the variadic ``src``
+    end: one part per repetition, as wide as its ``template``'s extent ``dim`` (a merged conv's
+    output back into one output per conv: ``split_back(conv, src, w, 0, axis=1)``)."""
+    i, j = attr.Symbol(), attr.Symbol()
+    split = op.Split(whole, axis=axis, indices_or_sections=attr.Variadic(
+        attr.Sum(src(template, j).shape[dim], j, i + 1), index=i, length=src.length - 1))
+    i = attr.Symbol()
+    item = split[i]
+    return pat.Variadic(item, templates=[item], index=i)

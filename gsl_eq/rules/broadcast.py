@@ -28,7 +28,7 @@ epilogue of ``a_i``'s kernel. Saturation searching merges in its first iteration
 from __future__ import annotations
 
 from ..frontend import Subst, attr, op, pat, spec
-from ._common import CONV_ATTRS, NCHW, same_padding
+from ._common import CONV_ATTRS, NCHW, concat_each, same_padding, split_back
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
@@ -93,12 +93,8 @@ def concat_of_broadcast_variadic() -> Subst:
     parts = pat.Variadic(x, templates=[x, a, b], first=[x0, a0, b0], min_len=2)
     cat = op.Concatenate(parts)
     # Target pattern: bop(concat(a_i ...), concat(b_i ...))
-    i = attr.Symbol()
-    a_inst = parts(a, i)
-    a_cat = op.Concatenate(pat.Variadic(a_inst, templates=[a_inst], index=i, length=parts.length), axis=cat.axis)
-    i = attr.Symbol()
-    b_inst = parts(b, i)
-    b_cat = op.Concatenate(pat.Variadic(b_inst, templates=[b_inst], index=i, length=parts.length), axis=cat.axis)
+    a_cat = concat_each(parts, a, axis=cat.axis)
+    b_cat = concat_each(parts, b, axis=cat.axis)
     y = bop(a_cat, b_cat)
     # When: every b_i lines up with its a_i, and agrees with b_0 off the axis
     i = attr.Symbol()
@@ -147,9 +143,7 @@ def split_of_broadcast_variadic() -> Subst:
     x = bop(item, b, shape=item.shape)
     src = pat.Variadic(x, templates=[x, item, b], index=i, min_len=2)
     # Target pattern: the parts of split(bop(y, concat(b_i ...)))
-    j = attr.Symbol()
-    b_inst = src(b, j)
-    b_cat = op.Concatenate(pat.Variadic(b_inst, templates=[b_inst], index=j, length=src.length), axis=split.axis)
+    b_cat = concat_each(src, b, axis=split.axis)
     new = op.Split(bop(y, b_cat), indices_or_sections=split.indices_or_sections, axis=split.axis)
     j = attr.Symbol()
     part = new[j]
@@ -207,21 +201,12 @@ def _parallel_conv_then(name: str, activation: bool) -> Subst:
     else:
         src = pat.Variadic(z, templates=[z, conv, w, b], first=[z0, conv0, w0, b0], min_len=2)
     # Target pattern: split([ew](bop(conv2d(x, concat(w_i)), concat(b_i))))
-    i = attr.Symbol()
-    w_inst = src(w, i)
-    weights = op.Concatenate(pat.Variadic(w_inst, templates=[w_inst], index=i, length=src.length), axis=0)
-    i = attr.Symbol()
-    b_inst = src(b, i)
-    biases = op.Concatenate(pat.Variadic(b_inst, templates=[b_inst], index=i, length=src.length), axis=1)
+    weights = concat_each(src, w, axis=0)
+    biases = concat_each(src, b, axis=1)
     whole = bop(op.Conv2D(x, weights, **pat.same_attr(conv0, CONV_ATTRS)), biases)
     if activation:
         whole = ew(whole)
-    i, j = attr.Symbol(), attr.Symbol()
-    split = op.Split(whole, axis=1, indices_or_sections=attr.Variadic(
-        attr.Sum(src(w, j).shape[0], j, i + 1), index=i, length=src.length - 1))
-    i = attr.Symbol()
-    item = split[i]
-    tgt = pat.Variadic(item, templates=[item], index=i)
+    tgt = split_back(whole, src, w, 0, axis=1)
     # When: every b_i lines up with its conv's output channels, and agrees with b_0 elsewhere
     i = attr.Symbol()
     each = attr.ReduceIndexed(attr.BinOp.AND, _lines_up(src(conv, i), src(b, i), b0, 1), i, src.length, True)

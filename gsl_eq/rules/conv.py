@@ -8,7 +8,7 @@ data, axis 0 of the kernel).
 from __future__ import annotations
 
 from ..frontend import Subst, attr, op, pat
-from ._common import CONV_ATTRS, NCHW, same_padding, when
+from ._common import CONV_ATTRS, NCHW, concat_each, same_padding, split_back, when
 
 
 def diamond_conv_add() -> Subst:
@@ -132,16 +132,9 @@ def parallel_conv_variadic() -> Subst:
     conv = op.Conv2D(x, w, **pat.same_attr(conv1, CONV_ATTRS))
     src = pat.Variadic(conv, templates=[conv, w], first=[conv1, w1], min_len=2)
     # Target pattern
-    i = attr.Symbol()
-    w_inst = src(w, i)
-    concat = op.Concatenate(pat.Variadic(w_inst, templates=[w_inst], index=i, length=src.length), axis=0)
+    concat = concat_each(src, w, axis=0)
     conv = op.Conv2D(x, concat, **pat.same_attr(conv1, CONV_ATTRS))
-    i, j = attr.Symbol(), attr.Symbol()
-    split = op.Split(conv, axis=1, indices_or_sections=attr.Variadic(
-        attr.Sum(src(w, j).shape[0], j, i + 1), index=i, length=src.length - 1))
-    i = attr.Symbol()
-    item = split[i]
-    tgt = pat.Variadic(item, templates=[item], index=i)
+    tgt = split_back(conv, src, w, 0, axis=1)
     return Subst(src, tgt, name="parallel_conv_variadic")
 
 
@@ -198,9 +191,7 @@ def parallel_group_conv_variadic() -> Subst:
     # Target pattern: interleave the kernels by group
     n, g = src.length, conv1.groups
     o, per_group = w1.shape[0], w1.shape[0] // conv1.groups
-    i = attr.Symbol()
-    w_inst = src(w, i)
-    w_cat = op.Concatenate(pat.Variadic(w_inst, templates=[w_inst], index=i, length=n), axis=0)
+    w_cat = concat_each(src, w, axis=0)
     w_split = op.Reshape(w_cat, shape=(n, g, per_group, w1.shape[1], w1.shape[2], w1.shape[3]))
     w_comb = op.Reshape(op.Transpose(w_split, axes=(1, 0, 2, 3, 4, 5)),
                         shape=(n * o, w1.shape[1], w1.shape[2], w1.shape[3]))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..frontend import Subst, attr, op, pat
+from ..frontend import Subst, op, pat
+from ._common import concat_each, split_back
 
 
 def parallel_matmul() -> Subst:
@@ -38,14 +39,7 @@ def parallel_matmul_variadic() -> Subst:
     mm = op.MatMul(x, w, out_dtype=mm1.out_dtype)
     src = pat.Variadic(mm, templates=[mm, w], first=[mm1, w1], min_len=2)
     # Target pattern
-    i = attr.Symbol()
-    w_inst = src(w, i)
-    concat = op.Concatenate(pat.Variadic(w_inst, templates=[w_inst], index=i, length=src.length), axis=1)
+    concat = concat_each(src, w, axis=1)
     mm = op.MatMul(x, concat, out_dtype=mm1.out_dtype)
-    i, j = attr.Symbol(), attr.Symbol()
-    split = op.Split(mm, axis=-1, indices_or_sections=attr.Variadic(
-        attr.Sum(src(w, j).shape[1], j, i + 1), index=i, length=src.length - 1))
-    i = attr.Symbol()
-    item = split[i]
-    tgt = pat.Variadic(item, templates=[item], index=i)
+    tgt = split_back(mm, src, w, 1, axis=-1)
     return Subst(src, tgt, name="parallel_matmul_variadic")

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..frontend import Subst, attr, op, pat
+from ..frontend import Subst, op, pat
+from ._common import concat_each, split_back
 from .matmul import parallel_matmul_variadic
 from .norm import conv_batch_norm, lower_batch_norm
 from .structure import identity_reshape, reshape_reshape
@@ -48,19 +49,10 @@ def parallel_matmul_bias_variadic() -> Subst:
     y = mm + b
     src = pat.Variadic(y, templates=[y, mm, w, b], first=[y1, mm1, w1, b1], min_len=2)
     # Target pattern: split(x @ concat(w) + concat(b))
-    i = attr.Symbol()
-    w_inst = src(w, i)
-    weights = op.Concatenate(pat.Variadic(w_inst, templates=[w_inst], index=i, length=src.length), axis=1)
-    i = attr.Symbol()
-    b_inst = src(b, i)
-    biases = op.Concatenate(pat.Variadic(b_inst, templates=[b_inst], index=i, length=src.length), axis=0)
+    weights = concat_each(src, w, axis=1)
+    biases = concat_each(src, b, axis=0)
     combined = op.MatMul(x, weights, out_dtype=mm1.out_dtype) + biases
-    i, j = attr.Symbol(), attr.Symbol()
-    split = op.Split(combined, axis=-1, indices_or_sections=attr.Variadic(
-        attr.Sum(src(w, j).shape[1], j, i + 1), index=i, length=src.length - 1))
-    i = attr.Symbol()
-    item = split[i]
-    tgt = pat.Variadic(item, templates=[item], index=i)
+    tgt = split_back(combined, src, w, 1, axis=-1)
     return Subst(src, tgt, name="parallel_matmul_bias_variadic")
 
 
