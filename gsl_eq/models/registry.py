@@ -27,6 +27,7 @@ QUICK: dict[str, dict[str, Any]] = {
     "squeezenet": dict(image_size=64),
     "vgg19": dict(image_size=32, fc=256),
     "resnet50": dict(image_size=64, layers=(1, 1, 1, 1)),
+    "mobilenet_v2": dict(image_size=64, blocks=(1, 1, 2, 1, 1, 1, 1)),
     "hf_bert": dict(layers=2, hidden=128, heads=2, seq=32),
     "hf_gpt2": dict(layers=2, hidden=128, heads=2, seq=32),
 }

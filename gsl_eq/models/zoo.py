@@ -1,4 +1,4 @@
-"""The model zoo: the seven networks TASO and TENSAT report on, plus ResNet-50.
+"""The model zoo: the seven networks TASO and TENSAT report on, plus ResNet-50 and MobileNet-V2.
 
 Every model is a function returning a :class:`~gsl_eq.Workload` with batch 1,
 one runtime input ``x`` and deterministic random parameters (see
@@ -13,7 +13,7 @@ inference it folds into the preceding convolution, which leaves a bias. The
 convolutional networks of that benchmark set (ResNeXt-50, NasNet-A,
 Inception-v3) therefore default to conv + bias, and take ``batch_norm=True``
 for the published training-time form (conv + batch_norm). ResNet-50 defaults to
-batch norm; VGG-19 and SqueezeNet never had any and always use biases.
+batch norm, as does MobileNet-V2; VGG-19 and SqueezeNet never had any and always use biases.
 Dropout is omitted everywhere (identity at inference).
 """
 
@@ -232,6 +232,48 @@ def resnext50(
     """
     expr = _bottleneck_network(image_size, layers, groups * group_width, groups, batch_norm, classes)
     return _cnn_workload(expr)
+
+
+# --------------------------------------------------------------------------- MobileNet-V2
+
+#: MobileNet-V2's inverted-residual stages: (expansion, output channels, blocks, first block's stride).
+_MOBILENET_V2_STAGES = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                        (6, 320, 1, 1))
+
+
+def _relu6(x: relax.Expr) -> relax.Expr:
+    return R.clip(x, 0.0, 6.0)
+
+
+def mobilenet_v2(
+    image_size: int = 224, blocks: Sequence[int] = (1, 2, 3, 4, 3, 3, 1), batch_norm: bool = True, classes: int = 1000
+) -> Workload:
+    """MobileNet-V2 (Sandler et al. 2018) at 224x224: a 3x3/2 stem of 32 channels, seven stages of
+    inverted residuals (1x1 expansion -> 3x3 depthwise -> linear 1x1 projection, a shortcut where
+    shapes allow), a 1x1 conv to 1,280 channels and the classifier; 52 convs, relu6 activations.
+
+    ``blocks``: the blocks of each stage (published: 1, 2, 3, 4, 3, 3, 1).
+    """
+    if len(blocks) != len(_MOBILENET_V2_STAGES):
+        raise WorkloadError(f"mobilenet_v2 has {len(_MOBILENET_V2_STAGES)} stages; blocks={tuple(blocks)} gives "
+                            f"{len(blocks)}")
+
+    def unit(x: relax.Expr, name: str, in_ch: int, out_ch: int, k: int = 1, stride: int = 1, groups: int = 1,
+             act: bool = True) -> relax.Expr:
+        y = _norm(conv(x, name, in_ch, out_ch, k, stride, groups), name, out_ch, batch_norm)
+        return _relu6(y) if act else y
+
+    h, in_ch = unit(_image(image_size), "stem", 3, 32, 3, 2), 32
+    for s, ((expansion, out_ch, _, stride), count) in enumerate(zip(_MOBILENET_V2_STAGES, blocks)):
+        for b in range(count):
+            name, mid = f"s{s + 1}b{b}_", in_ch * expansion
+            y = h if expansion == 1 else unit(h, name + "expand", in_ch, mid)
+            y = unit(y, name + "dw", mid, mid, 3, stride if b == 0 else 1, groups=mid)
+            y = unit(y, name + "project", mid, out_ch, act=False)
+            h = R.add(h, y) if b > 0 or (stride == 1 and in_ch == out_ch) else y
+            in_ch = out_ch
+    h = unit(h, "head", in_ch, 1280)
+    return _cnn_workload(_classifier(h, 1280, classes))
 
 
 # --------------------------------------------------------------------------- NasNet-A
@@ -458,6 +500,7 @@ ZOO: dict[str, Callable[..., Workload]] = {
     "squeezenet": squeezenet,
     "vgg19": vgg19,
     "resnet50": resnet50,
+    "mobilenet_v2": mobilenet_v2,
 }
 
 

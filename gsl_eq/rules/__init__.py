@@ -15,7 +15,8 @@ into what it can), :func:`default` (a safe inference
 pipeline), :func:`algebraic` (identities for saturate mode), :func:`ring`
 (commutativity, associativity and distributivity of add and multiply, both ways:
 a stress test for saturation limits), :func:`all` (every rule once),
-:func:`tvm_equivalents` (the rules mirroring TVM passes, see :data:`TVM_PASSES`), :func:`taso` and
+:func:`tvm_equivalents` (the rules mirroring TVM passes, see :data:`TVM_PASSES`), :func:`cpu` (forms
+TVM's CPU backend runs faster), :func:`taso` and
 :func:`tensat` (TASO's verified substitutions, see :mod:`gsl_eq.rules.taso_equations`).
 """
 
@@ -50,6 +51,7 @@ from .broadcast import (
     split_of_broadcast_variadic,
     split_of_element_wise,
 )
+from .cpu import conv1x1_as_matmul, cpu
 from .conv import (
     conv_mul,
     conv_shortcut_add,
@@ -83,7 +85,7 @@ __all__ = [
     "concat_of_broadcast", "concat_of_broadcast_variadic", "split_of_broadcast", "split_of_broadcast_variadic",
     "split_of_element_wise", "parallel_conv_bias_act_variadic", "parallel_conv_bias_variadic",
     "parallel_conv_expand_kernels_bias_act",
-    "TVM_PASSES", "all", "bias_add_add", "bool_cumsum", "bool_equal", "conv_batch_norm", "conv_mul", "conv_shortcut_add", "default",
+    "TVM_PASSES", "all", "conv1x1_as_matmul", "cpu", "bias_add_add", "bool_cumsum", "bool_equal", "conv_batch_norm", "conv_mul", "conv_shortcut_add", "default",
     "diamond_conv_add", "dispatch_tuple", "fusion", "identity_reshape", "lower_batch_norm", "lower_layer_norm",
     "legalize", "lowering", "merge_element_wise", "merge_element_wise_variadic", "parallel_conv", "parallel_conv_expand_kernels",
     "parallel_conv_variadic", "parallel_group_conv_variadic", "parallel_matmul", "parallel_matmul_bias_variadic",

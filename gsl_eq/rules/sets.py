@@ -24,15 +24,16 @@ RULE_SETS = {
     "default+algebraic": "default and algebraic together",
     "tvm": "the rules mirroring TVM's CombineParallelMatmul, FoldBatchnormToConv2D, "
            "DecomposeOpsForInference and RemoveRedundantReshape",
+    "cpu": "forms TVM's CPU backend runs faster (a 1x1 conv as a matmul)",
     "taso": "TASO's substitutions with a Relax meaning (single_rules.txt and multi_rules.txt)",
     "tensat": "TENSAT's experiment set of TASO's substitutions (converted.txt and converted_multi.txt)",
 }
 
 
 def _groups() -> dict[str, Callable[[], list[Subst]]]:
-    from . import algebraic, all as every, default, taso, tensat, tvm_equivalents
+    from . import algebraic, all as every, cpu, default, taso, tensat, tvm_equivalents
 
-    return {"default": default, "all": every, "algebraic": algebraic, "tvm": tvm_equivalents, "taso": taso,
+    return {"default": default, "all": every, "algebraic": algebraic, "tvm": tvm_equivalents, "cpu": cpu, "taso": taso,
             "tensat": tensat}
 
 

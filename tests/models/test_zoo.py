@@ -24,6 +24,7 @@ DEFAULT = {
     "squeezenet": ((1, 1000), {CONV: 26, CONCAT: 8, "relax.nn.max_pool2d": 3}),
     "vgg19": ((1, 1000), {CONV: 16, MATMUL: 3, "relax.nn.max_pool2d": 5}),
     "resnet50": ((1, 1000), {CONV: 53, "relax.nn.batch_norm": 53, MATMUL: 1}),
+    "mobilenet_v2": ((1, 1000), {CONV: 52, "relax.nn.batch_norm": 52, "relax.clip": 35, "relax.add": 10 + 1, MATMUL: 1}),
 }
 
 # Small versions through the size knobs, and their output shapes.
@@ -36,6 +37,7 @@ SMALL = {
     "squeezenet": (dict(image_size=64, classes=10), (1, 10)),
     "vgg19": (dict(image_size=32, fc=64, classes=10), (1, 10)),
     "resnet50": (dict(image_size=32, layers=(1, 1, 1, 1), classes=10), (1, 10)),
+    "mobilenet_v2": (dict(image_size=32, blocks=(1, 1, 2, 1, 1, 1, 1), classes=10), (1, 10)),
 }
 
 
@@ -78,6 +80,15 @@ def test_inception_v3_factorizes_7x7_convs():
 def test_nasnet_a_separable_convs_are_depthwise():
     depthwise = [n for n in convs(zoo_model("nasnet_a")) if n.attrs["groups"] > 1]
     assert depthwise and all(n.attrs["groups"] == n.inputs[1].type.shape[0] for n in depthwise)
+
+
+def test_mobilenet_v2_has_depthwise_3x3_convs_between_1x1s():
+    kernels = [(n.attrs["groups"], n.inputs[1].type.shape[2:]) for n in convs(zoo_model("mobilenet_v2"))]
+    depthwise = [k for k in kernels if k[0] > 1]
+    assert len(depthwise) == 17 and all(shape == (3, 3) for _, shape in depthwise)
+    assert sum(shape == (1, 1) for _, shape in kernels) == 52 - 17 - 1  # all but the depthwise ones and the stem
+    with pytest.raises(WorkloadError, match="7 stages"):
+        zoo_model("mobilenet_v2", blocks=(1, 1))
 
 
 def test_batch_norm_knob():
