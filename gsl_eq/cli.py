@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 #: The models optimize and orderings know by name: the keys of model_registry().
 MODEL_NAMES = (
     "ac_sum", "bert", "bert_encoder", "diamond_conv", "distilbert", "hf_bert", "hf_gpt2", "hf_llama",
-    "inception_block", "inception_network", "inception_v3", "nasnet_a", "nasrnn", "polynomial", "resnet50",
+    "inception_block", "inception_network", "inception_v3", "mobilenet_v2", "nasnet_a", "nasrnn", "polynomial", "resnet50",
     "resnet_bottleneck", "resnext50", "squeezenet", "t5_encoder", "transformer_encoder_layer", "vgg19", "vit",
     "wav2vec2", "whisper_encoder",
 )
@@ -54,6 +54,7 @@ RULE_SETS = {
     "default+algebraic": "default and algebraic together",
     "tvm": "the rules mirroring TVM's CombineParallelMatmul, FoldBatchnormToConv2D, "
            "DecomposeOpsForInference and RemoveRedundantReshape",
+    "cpu": "forms TVM's CPU backend runs faster (a 1x1 conv as a matmul)",
     "taso": "TASO's substitutions with a Relax meaning (single_rules.txt and multi_rules.txt)",
     "tensat": "TENSAT's experiment set of TASO's substitutions (converted.txt and converted_multi.txt)",
 }  # gsl_eq.rules.sets.RULE_SETS; a sum of sets joined by + (tensat+default) is a set too

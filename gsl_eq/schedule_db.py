@@ -4,24 +4,28 @@ gets the same schedule for the same kernel.
 
 TVM 0.27's CPU build leaves kernels unscheduled, and scheduling dominates what a module runs:
 the best of a handful of design-space samples is several times faster than the default build.
-MetaSchedule's own tuner crashes in this install (saving traces as JSON), so the database draws
-the design space itself (``PostOrderApply`` with the llvm schedule rules and postprocessors,
-seeded), times each sample, and records only the winning draw: its seed and sketch index. A
-cached kernel is rebuilt by drawing that seed again, which is deterministic; nothing is measured.
+By default the database draws the design space itself (``PostOrderApply`` with the llvm schedule
+rules and postprocessors, seeded), times each sample, and records only the winning draw: its
+seed and sketch index. A cached kernel is rebuilt by drawing that seed again, which is
+deterministic; nothing is measured. With ``trials``, MetaSchedule's own tuner (evolutionary
+search over the same design space) measures that many candidates per kernel instead, and the
+winner's trace is kept as JSON.
 
     db = ScheduleDatabase(samples=4)
     executable = db.build(workload.mod)   # legalize, fuse, schedule every kernel, build
     db.measurements                          # samples timed by this instance: 0 once all are cached
     db.fill([a.mod, b.mod], address="auto")  # the kernels not cached, timed as Ray tasks, merged into the cache
+    tuned = ScheduleDatabase(trials=64)      # MetaSchedule's tuner: 64 measured candidates per kernel
 """
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 import tvm
 from tvm import relax
 
@@ -33,13 +37,22 @@ _FUSION = (relax.transform.LegalizeOps, relax.transform.AnnotateTIROpPattern, re
            relax.transform.FuseOps, relax.transform.FuseTIR)
 
 
+def host_target() -> dict[str, Any]:
+    """This CPU as a TVM target configuration: all its cores and its instruction set."""
+    from tvm.target import codegen
+
+    return {"kind": "llvm", "num-cores": os.cpu_count() or 1, "mcpu": str(codegen.llvm_get_system_cpu())}
+
+
 @dataclass(frozen=True)
 class Choice:
-    """The winning sample of one kernel: its draw's seed, the sketch index in that draw, its time."""
+    """The winning schedule of one kernel: its draw's seed, the sketch index in that draw and its time;
+    a tuned kernel's winner is its trace as JSON (``sketch`` -1)."""
 
     seed: int
     sketch: int
     seconds: float
+    trace: str | None = None
 
 
 class ScheduleDatabase:
@@ -48,21 +61,29 @@ class ScheduleDatabase:
     kernel's structural hash, the target, the draw count, the seed and TVM's version.
 
     Each draw gives one schedule per sketch of the kernel's design space; each schedule is built and
-    timed (``number`` runs per repeat, ``repeat`` repeats, the fastest repeat kept).
+    timed (``number`` runs per repeat, ``repeat`` repeats, the fastest repeat kept). ``trials``
+    above 0 tunes each kernel with MetaSchedule's evolutionary search instead, measuring that many
+    candidates (``samples`` then unused); the winner is timed as a draw is.
     ``measurements`` counts the schedules this instance timed. ``target``: ``"llvm"`` is this
-    CPU with all its cores; else a TVM target string or configuration.
+    CPU with all its cores and its instruction set (LLVM's name of the host CPU as ``mcpu``:
+    without it LLVM emits baseline x86-64, no AVX or FMA, and kernels run 2-3x slower); else a
+    TVM target string or configuration.
     """
 
     CACHE_FILE = "schedules.json"
     _FORMAT = 1
 
     def __init__(self, target: str | dict[str, Any] = "llvm", samples: int = 8, seed: int = 0,
-                 cache_dir: str | os.PathLike[str] | None = None, number: int = 10, repeat: int = 3):
+                 cache_dir: str | os.PathLike[str] | None = None, number: int = 10, repeat: int = 3,
+                 trials: int = 0):
         if samples < 1:
             raise ValueError(f"samples must be at least 1, not {samples}")
+        if trials < 0:
+            raise ValueError(f"trials must be 0 (draws, no tuning) or more, not {trials}")
+        self.trials = trials
         self._target_name = target
         #: What the target is made from: another process builds the same target (and keys) from it.
-        self._target_config = {"kind": "llvm", "num-cores": os.cpu_count() or 1} if target == "llvm" else target
+        self._target_config = host_target() if target == "llvm" else target
         self.target = tvm.target.Target(self._target_config)
         self.samples, self.seed = samples, seed
         self.number, self.repeat = number, repeat
@@ -74,7 +95,7 @@ class ScheduleDatabase:
         """A database like this one drawing its schedules independently: seeded ``seed``, by
         default this one's seed + 1 (the same cache file, other keys)."""
         return ScheduleDatabase(self._target_name, self.samples, self.seed + 1 if seed is None else seed,
-                                self._cache.directory, self.number, self.repeat)
+                                self._cache.directory, self.number, self.repeat, self.trials)
 
     # --- the kernels ---------------------------------------------------------------------
     def build(self, mod: tvm.IRModule) -> relax.VMExecutable:
@@ -155,23 +176,27 @@ class ScheduleDatabase:
     def settings(self) -> dict[str, Any]:
         """What a database drawing and timing as this one does is built from (in another process)."""
         return {"target": self._target_config, "samples": self.samples, "seed": self.seed,
-                "cache_dir": str(self._cache.directory), "number": self.number, "repeat": self.repeat}
+                "cache_dir": str(self._cache.directory), "number": self.number, "repeat": self.repeat,
+                "trials": self.trials}
 
     def record(self, choices: Mapping[str, Choice]) -> None:
         """Merge winning draws (by :meth:`key`) into the cache file, in one locked write."""
         if choices:
-            self._cache.merge({key: [c.seed, c.sketch, c.seconds] for key, c in choices.items()})
+            self._cache.merge({key: _entry(c) for key, c in choices.items()})
 
     # --- one kernel ----------------------------------------------------------------------
     def key(self, kernel: tvm.IRModule) -> str:
         """The cache key of ``kernel``: its structural hash, the target, draws, seed and TVM's version."""
         import tvm_ffi
 
-        return f"{tvm_ffi.structural_hash(kernel)}|{self.target}|{self.samples}|{self.seed}|{tvm.__version__}"
+        draws = f"tuned {self.trials}" if self.trials else self.samples
+        return f"{tvm_ffi.structural_hash(kernel)}|{self.target}|{draws}|{self.seed}|{tvm.__version__}"
 
     def measure(self, kernel: tvm.IRModule) -> tuple[Any, Choice]:
-        """Draw and time ``kernel``'s samples (the cache is neither read nor written): the winning
-        schedule's trace and its :class:`Choice`."""
+        """Draw and time ``kernel``'s samples, or tune it (the cache is neither read nor written):
+        the winning schedule's trace and its :class:`Choice`."""
+        if self.trials:
+            return self._tune(kernel)
         best: tuple[Any, Choice] | None = None
         for k in range(self.samples):
             seed = self.seed * 1_000 + k + 1  # MetaSchedule treats seed -1 as "random": start at 1
@@ -189,6 +214,8 @@ class ScheduleDatabase:
         known = self._cache.read().get(key)
         if known is not None:
             choice = Choice(*known)
+            if choice.trace is not None:
+                return _replay(kernel, choice.trace), choice
             return self._draw(kernel, choice.seed)[choice.sketch].trace, choice
         best = self.measure(kernel)
         self.record({key: best[1]})
@@ -205,16 +232,25 @@ class ScheduleDatabase:
         return [s for s in context.generate_design_space()
                 if all(p.apply(s) for p in context.space_generator.postprocs)]
 
+    def _tune(self, kernel: tvm.IRModule) -> tuple[Any, Choice]:
+        """``kernel`` tuned by MetaSchedule (:func:`~gsl_eq.tuning.tune`), the winner timed as a draw is."""
+        from .tuning import tune
+
+        seed = self.seed * 1_000 + 1
+        schedule = tune(kernel, self.target, self.trials, seed)
+        seconds = self._time(schedule.mod, kernel)
+        self.measurements += 1
+        return schedule.trace, Choice(seed, -1, seconds, json.dumps(_plain(schedule.trace.as_json())))
+
     def _time(self, scheduled: tvm.IRModule, kernel: tvm.IRModule) -> float:
         """Seconds per run of the scheduled kernel on random inputs, fastest repeat."""
         from tvm.driver import build as tvm_build
         from tvm.s_tir import meta_schedule as ms
 
+        from .tuning import random_args
+
         library = tvm_build(scheduled, target=self.target)
-        rng = np.random.default_rng(0)
-        args = [tvm.runtime.tensor(rng.uniform(0.1, 0.9, [int(d) for d in a.shape]).astype(a.dtype)
-                                   if "float" in a.dtype else np.zeros([int(d) for d in a.shape], a.dtype))
-                for a in ms.arg_info.ArgInfo.from_prim_func(kernel["main"])]
+        args = random_args(ms.arg_info.ArgInfo.from_prim_func(kernel["main"]))
         timer = library.time_evaluator("main", tvm.cpu(), number=self.number, repeat=self.repeat)
         return float(timer(*args).min)
 
@@ -231,4 +267,33 @@ def measure_kernel(settings: dict[str, Any], script: str) -> tuple[str, list[Any
     if not isinstance(kernel, tvm.IRModule):
         kernel = tvm.IRModule({"main": kernel})
     choice = database.measure(kernel)[1]
-    return database.key(kernel), [choice.seed, choice.sketch, choice.seconds]
+    return database.key(kernel), _entry(choice)
+
+
+def _entry(choice: Choice) -> list[Any]:
+    """``choice`` as the cache file holds it."""
+    entry = [choice.seed, choice.sketch, choice.seconds]
+    return entry if choice.trace is None else [*entry, choice.trace]
+
+
+def _replay(kernel: tvm.IRModule, trace: str) -> Any:
+    """The trace of ``kernel`` scheduled by the JSON ``trace``."""
+    from tvm import s_tir
+
+    schedule = s_tir.Schedule(kernel)
+    s_tir.schedule.Trace.apply_json_to_schedule(json.loads(trace), schedule)
+    return schedule.trace
+
+
+
+def _plain(value: Any) -> Any:
+    """A trace's JSON form (TVM arrays, maps, strings and numbers) as Python lists, dicts, str and numbers."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(getattr(value, "value", None), (int, float)):  # an IntImm or FloatImm
+        return value.value
+    if hasattr(value, "items"):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if hasattr(value, "__iter__"):
+        return [_plain(v) for v in value]
+    return str(value)

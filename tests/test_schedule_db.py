@@ -48,3 +48,26 @@ def test_kernels_are_measured_once_then_reused_from_disk(tmp_path):
 def test_samples_must_be_positive(tmp_path):
     with pytest.raises(ValueError, match="samples"):
         ScheduleDatabase(samples=0, cache_dir=tmp_path)
+
+
+def test_tuned_kernels_keep_their_trace_on_disk_and_compute_the_same(tmp_path):
+    # MetaSchedule's own tuner (evolutionary search, builder and runner in worker processes): a
+    # few trials per kernel; the winner's trace is cached as JSON and replayed with nothing measured
+    mod = module()
+    rng = np.random.default_rng(1)
+    inputs = [tvm.runtime.tensor(rng.uniform(-1, 1, s).astype("float32")) for s in ((32, 64), (64, 64))]
+    expected = run(relax.build(mod, target="llvm"), inputs)
+
+    tuned = ScheduleDatabase(trials=4, cache_dir=tmp_path, number=2, repeat=1)
+    np.testing.assert_allclose(run(tuned.build(mod), inputs), expected, rtol=1e-5, atol=1e-5)
+    kernels = tuned.kernels(mod)
+    choices = [tuned.choice(k) for k in kernels]
+    assert tuned.measurements == len(kernels) and all(c.trace and c.sketch == -1 for c in choices)
+
+    again = ScheduleDatabase(trials=4, cache_dir=tmp_path, number=2, repeat=1)
+    np.testing.assert_allclose(run(again.build(mod), inputs), expected, rtol=1e-5, atol=1e-5)
+    assert [again.choice(k) for k in kernels] == choices and again.measurements == 0
+    # draws and tuning are kept apart: a database of draws measures its own
+    assert not ScheduleDatabase(samples=1, cache_dir=tmp_path).cached(kernels[0])
+    with pytest.raises(ValueError, match="trials"):
+        ScheduleDatabase(trials=-1, cache_dir=tmp_path)

@@ -139,7 +139,7 @@ def default() -> list[Subst]:
 def all() -> list[Subst]:  # noqa: A001  (rules.all(), as the groups are named)
     """Every rule of the library once, but the algebraic identities (greedily, the symmetric
     ones would never stop; saturate mode takes them with :func:`algebraic`)."""
-    return [*legalize(), *structure(), *fusion(), *lowering()]
+    return [*legalize(), *structure(), *fusion(), *lowering(), *cpu()]
 
 
 def tvm_equivalents() -> list[Subst]:
