@@ -3,11 +3,11 @@ two independently seeded draws of schedules, beside PyTorch eager on the same op
 
 Each case is a computation and its equal forms (a rewrite's sides). Every form is built through a
 :class:`~gsl_eq.schedule_db.ScheduleDatabase` (each kernel the best of ``--samples`` MetaSchedule
-design-space draws) and the forms are timed in alternating rounds; then again under a database seeded
+design-space draws, or tuned by MetaSchedule's search for ``--trials``) and the forms are timed in alternating rounds; then again under a database seeded
 otherwise. The spread between the two draws says whether a ranking holds or is the luck of a draw.
 PyTorch eager runs the first form with as many threads as TVM uses.
 
-    python benchmarks/cpu_rewrites.py [--samples 8] [--rounds 7] [--cases 1x1,qkv]
+    python benchmarks/cpu_rewrites.py [--samples 8 | --trials 64] [--rounds 7] [--cases 1x1,qkv]
 """
 
 from __future__ import annotations
@@ -124,9 +124,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(cases))
     parser.add_argument("--samples", type=int, default=8, help="design-space draws per kernel")
+    parser.add_argument("--trials", type=int, default=0,
+                        help="tune each kernel with MetaSchedule's search for this many trials (0: draws)")
     parser.add_argument("--rounds", type=int, default=7, help="alternating timing rounds")
     args = parser.parse_args()
-    databases = [ScheduleDatabase(samples=args.samples, seed=seed) for seed in (0, 1)]
+    databases = [ScheduleDatabase(samples=args.samples, seed=seed, trials=args.trials) for seed in (0, 1)]
     threads = databases[0].target.attrs["num-cores"]
     rows, flips = [], []
     for name in args.cases.split(","):
@@ -146,10 +148,13 @@ def main() -> None:
             if k > 0:
                 flips.append((ratios[0] < 1) != (ratios[1] < 1))
             print(*rows[-1], sep="\t", flush=True)
+    schedules = (f"each kernel tuned by MetaSchedule's evolutionary search, {args.trials} measured trials"
+                 if args.trials else f"each kernel the best of {args.samples} MetaSchedule design-space draws of the "
+                 "llvm rules")
     lines = [
-        f"`python benchmarks/cpu_rewrites.py --samples {args.samples} --rounds {args.rounds}` on {machine()}. "
-        f"Each form built through a schedule database (each kernel the best of {args.samples} MetaSchedule "
-        f"design-space draws of the llvm rules), the forms of a case timed in {args.rounds} alternating rounds "
+        f"`python benchmarks/cpu_rewrites.py --samples {args.samples} --trials {args.trials} --rounds {args.rounds}` "
+        f"on {machine()}; target: {databases[0].target}. "
+        f"Each form built through a schedule database ({schedules}), the forms of a case timed in {args.rounds} alternating rounds "
         f"of at least {ROUND_SECONDS * 1e3:.0f} ms (median); then all again under a database seeded otherwise "
         "(seed 1 against seed 0). Spread: the difference between the two draws' times of one form, relative to "
         "the faster. PyTorch eager: the first form, torch.nn.functional / matmul under no_grad, "

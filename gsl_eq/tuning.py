@@ -9,6 +9,7 @@ than tuning a kernel for a few trials).
 from __future__ import annotations
 
 import itertools
+import logging
 import tempfile
 from typing import Any
 
@@ -37,6 +38,9 @@ def tune(kernel: tvm.IRModule, target: tvm.target.Target, trials: int, seed: int
     candidates MetaSchedule's evolutionary search measures for ``kernel`` (a module of one PrimFunc
     ``main``) on ``target``, seeded ``seed``; each candidate timed ``repeat`` times ``number`` runs,
     its fastest repeat counted."""
+    log = logging.getLogger("tvm.s_tir.meta_schedule")
+    if log.level == logging.NOTSET:  # MetaSchedule prints every round to stdout unless its logger says otherwise
+        log.setLevel(logging.WARNING)
     built: dict[str, Any] = {}
     builder, runner = _Builder(built), _Runner(built, number, repeat)
     strategy = ms.search_strategy.EvolutionarySearch(  # MetaSchedule evolves 512 per round; few trials need fewer

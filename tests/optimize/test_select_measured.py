@@ -111,3 +111,15 @@ def test_bad_selection_arguments_are_named():
         optimize(wl, rules.default(), select="fastest")
     with pytest.raises(Exception, match="candidates"):
         optimize(wl, rules.default(), select="measured", candidates=0)
+
+
+def test_measured_selection_over_the_cpu_rules_keeps_outputs_equal(schedules, same_outputs):
+    # a bottleneck's 1x1 convs can run as matmuls: TVM's time picks among the candidates
+    wl = models.resnet_bottleneck()
+    result = optimize(wl, rules.default() + rules.cpu(), mode="saturate", select="measured", candidates=3,
+                      schedules=schedules, time_limit=30)
+    assert result.report.applications["conv1x1_as_matmul"] >= 2
+    assert 2 <= len(result.report.candidates) <= 3
+    same_outputs(wl, result.workload)
+    if "conv1x1_as_matmul" in result.report.rules_used:
+        assert result.workload.graph.op_counts().get("relax.matmul", 0) >= 1
