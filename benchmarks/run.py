@@ -106,6 +106,21 @@ def tvm_pipeline(wl):
     return Workload(mod, {})
 
 
+def eager_row(wl, expected) -> dict:
+    """PyTorch eager on the original model, with as many threads as TVM's target has cores: its median
+    seconds, once its outputs are checked against TVM's (or why it was not timed)."""
+    from torch_eager import eager, eager_seconds
+
+    inputs = wl.random_inputs(SEED)
+    try:
+        diff = max_diff(expected, eager(wl)(inputs))
+    except NotImplementedError as missing:
+        return {"latency_eager_ms": None, "eager_note": str(missing)}
+    if diff > 1e-3:
+        return {"latency_eager_ms": None, "eager_note": f"PyTorch's outputs differ from TVM's by {diff:.1e}"}
+    return {"latency_eager_ms": eager_seconds(wl, inputs, threads=os.cpu_count() or 1) * 1e3, "diff_eager": diff}
+
+
 def max_diff(a, b) -> float:
     a, b = (a,) if isinstance(a, np.ndarray) else a, (b,) if isinstance(b, np.ndarray) else b
     return max(float(np.max(np.abs(u - v)) / (1e-6 + np.max(np.abs(u)))) for u, v in zip(a, b))
@@ -139,6 +154,7 @@ def measure_one(name: str, quick: bool) -> dict:
         row[f"latency_{label}_ms"] = seconds[label] * 1e3
         if label != "original":
             row[f"diff_{label}"] = max_diff(outputs["original"], outputs[label])
+    row.update(eager_row(wl, outputs["original"]))
     row["total_s"] = time.perf_counter() - start
     return row
 
@@ -273,18 +289,24 @@ def report(rows: list[dict], kind: str) -> str:
           f"{r['result_cost'] * 1e6:.1f}", f"{r['peak_mb']:.0f}"]
          for r in ok]))
     lines.append(table(
-        ["model", "original (ms)", "TVM passes (ms)", "greedy (ms)", "saturate (ms)", "saturate vs TVM",
-         "saturate vs greedy", "numeric check (max rel. diff)"],
+        ["model", "original (ms)", "TVM passes (ms)", "greedy (ms)", "saturate (ms)", "PyTorch eager (ms)",
+         "saturate vs TVM", "saturate vs greedy", "saturate vs eager", "numeric check (max rel. diff)"],
         [[r["model"], f"{r['latency_original_ms']:.3f}", f"{r['latency_tvm_ms']:.3f}",
           f"{r['latency_greedy_ms']:.3f}", f"{r['latency_saturate_ms']:.3f}",
+          "n/a" if r.get("latency_eager_ms") is None else f"{r['latency_eager_ms']:.3f}",
           f"{r['latency_tvm_ms'] / r['latency_saturate_ms']:.2f}x",
           f"{r['latency_greedy_ms'] / r['latency_saturate_ms']:.2f}x",
+          "n/a" if r.get("latency_eager_ms") is None else f"{r['latency_eager_ms'] / r['latency_saturate_ms']:.2f}x",
           "pass" if max(r["diff_tvm"], r["diff_greedy"], r["diff_saturate"]) < 1e-3 else
           f"FAIL ({max(r['diff_tvm'], r['diff_greedy'], r['diff_saturate']):.1e})"] for r in ok]))
     failed = [r for r in rows if "error" in r]
     if failed:
         lines.append("Failed: " + "; ".join(f"{r['model']}: {r['error']}" for r in failed))
-    lines.append("Ratios above 1 mean the saturate result runs faster than the other.")
+    untimed = sorted(f"{r['model']}: {r['eager_note']}" for r in ok if r.get("eager_note"))
+    lines.append("Ratios above 1 mean the saturate result runs faster than the other. PyTorch eager: the original "
+                 "model interpreted op by op with torch.nn.functional under no_grad (benchmarks/torch_eager.py), "
+                 "as many threads as TVM's target has cores, its outputs checked against TVM's first"
+                 + (f"; not timed: {'; '.join(untimed)}." if untimed else "."))
     return "\n\n".join(lines)
 
 

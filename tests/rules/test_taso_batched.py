@@ -143,14 +143,15 @@ def test_a_source_transpose_is_a_swap_of_the_last_two_axes():
 
 
 class SplitIsAView(OpCount):
-    """Op calls, a split counted as free: TASO prices a split as a view of its input (no copy), which
-    is what makes a merged matmul pay. Under a count of calls alone a matmul and a split cost what two
-    matmuls do, and on the CPU roofline the split's copy costs more than the saved call."""
+    """Op calls, a split counted as nearly free: TASO prices a split as a view of its input (no copy),
+    which is what makes a merged matmul pay. Under a count of calls alone a matmul and a split cost what
+    two matmuls do, and on the CPU roofline the split's copy costs more than the saved call. Not quite
+    free: with splits at 0, extractions with more splits (a part split again) tie with the merge."""
 
     name = "opcount-split-free"
 
     def __call__(self, op, attrs, inputs, output) -> float:
-        return 0.0 if op == "relax.split" else 1.0
+        return 0.01 if op == "relax.split" else 1.0
 
 
 def _weights(n: int, k: int, m: int):
