@@ -83,9 +83,19 @@ def _pairs() -> dict[str, Callable[[], tuple]]:
         x = var("x", 64, 256)
         return op.matmul(x, op.permute_dims(var("w", 512, 256))), op.matmul(x, var("w_t", 256, 512))
 
+    def conv1x1_as_matmul(c: int, o: int):  # rules.cpu()'s rewrite
+        def pair():
+            x, w = var("x", 1, c, 32, 32), var("w", o, c, 1, 1)
+            product = op.matmul(op.reshape(w, (o, c)), op.reshape(x, (1, c, 32 * 32)))
+            return conv(x, w, pad=0), op.reshape(product, (1, o, 32, 32))
+
+        return pair
+
     return {"conv+bn+relu vs folded": conv_bn, "conv*scale+shift+relu vs folded": conv_scale_shift,
             "3 matmul+bias vs merged+split": qkv, "relu(concat) vs concat(relu)": relu_concat,
-            "two 1x1 convs vs merged+split": two_1x1_convs, "matmul(x, w^T) vs folded w^T": matmul_transposed_weight}
+            "two 1x1 convs vs merged+split": two_1x1_convs, "matmul(x, w^T) vs folded w^T": matmul_transposed_weight,
+            "1x1 conv 256->64 vs matmul": conv1x1_as_matmul(256, 64),
+            "1x1 conv 64->256 vs matmul": conv1x1_as_matmul(64, 256)}
 
 
 def main() -> None:

@@ -47,7 +47,8 @@ def _cases() -> dict[str, tuple[str, Callable[[], list[tuple[str, object]]], Cal
             image = x if stride == 1 else op.strided_slice(x, axes=[2, 3], begin=[0, 0], end=[size, size],
                                                          strides=[stride, stride])
             product = op.matmul(op.reshape(w, (o, c)), op.reshape(image, (n, c, out * out)))
-            return [("conv2d", conv), ("reshape + matmul", op.reshape(product, (n, o, out, out)))]
+            form = "reshape + matmul" if stride == 1 else "strided slice + reshape + matmul"
+            return [("conv2d", conv), (form, op.reshape(product, (n, o, out, out)))]
 
         def torch_call():
             x, w = torch.rand(n, c, size, size), torch.rand(o, c, 1, 1)

@@ -260,6 +260,12 @@ def main() -> None:
     console.print(f"wrote {out} and BENCHMARKS.md (suite-{kind})")
 
 
+def _target() -> str:
+    from gsl_eq.schedule_db import ScheduleDatabase
+
+    return str(ScheduleDatabase(samples=SAMPLES, seed=SEED).target)
+
+
 def report(rows: list[dict], kind: str) -> str:
     ok = [r for r in rows if "error" not in r]
     sizes = "small versions of the models (`--quick`)" if kind == "quick" else "the published shapes, batch 1"
@@ -268,8 +274,8 @@ def report(rows: list[dict], kind: str) -> str:
              f"library order. Saturate mode: rules.default() + rules.algebraic(), limits {LIMITS['node_limit']} "
              f"e-nodes, {LIMITS['iter_limit']} iterations, {LIMITS['time_limit']:.0f} s for the whole call "
              f"(saturation, extraction and the rest share it), of which the ILP takes at most "
-             f"{ILP_TIME_LIMIT:.0f} s. Latency: TVM llvm build on the CPU through the schedule database "
-             f"(gsl_eq.schedule_db: each kernel scheduled by the best of {SAMPLES} design-space draws of "
+             f"{ILP_TIME_LIMIT:.0f} s. Latency: TVM llvm build on the CPU (target {_target()}) through the "
+             f"schedule database (gsl_eq.schedule_db: each kernel scheduled by the best of {SAMPLES} design-space draws of "
              f"MetaSchedule's llvm rules, seed {SEED}, no tuning), median of {REPEAT} runs "
              f"taken in {ROUNDS} rounds that alternate the four variants. Peak MB: the process's peak resident "
              "memory through model building and both optimizations, before any TVM build. "

@@ -54,7 +54,7 @@ RULE_SETS = {
     "default+algebraic": "default and algebraic together",
     "tvm": "the rules mirroring TVM's CombineParallelMatmul, FoldBatchnormToConv2D, "
            "DecomposeOpsForInference and RemoveRedundantReshape",
-    "cpu": "forms TVM's CPU backend runs faster (a 1x1 conv as a matmul)",
+    "cpu": "forms TVM's CPU backend may run faster (a 1x1 conv as a matmul, strided or not)",
     "taso": "TASO's substitutions with a Relax meaning (single_rules.txt and multi_rules.txt)",
     "tensat": "TENSAT's experiment set of TASO's substitutions (converted.txt and converted_multi.txt)",
 }  # gsl_eq.rules.sets.RULE_SETS; a sum of sets joined by + (tensat+default) is a set too

@@ -51,7 +51,7 @@ from .broadcast import (
     split_of_broadcast_variadic,
     split_of_element_wise,
 )
-from .cpu import conv1x1_as_matmul, cpu
+from .cpu import conv1x1_as_matmul, cpu, strided_conv1x1_as_matmul
 from .conv import (
     conv_mul,
     conv_shortcut_add,
@@ -85,7 +85,7 @@ __all__ = [
     "concat_of_broadcast", "concat_of_broadcast_variadic", "split_of_broadcast", "split_of_broadcast_variadic",
     "split_of_element_wise", "parallel_conv_bias_act_variadic", "parallel_conv_bias_variadic",
     "parallel_conv_expand_kernels_bias_act",
-    "TVM_PASSES", "all", "conv1x1_as_matmul", "cpu", "bias_add_add", "bool_cumsum", "bool_equal", "conv_batch_norm", "conv_mul", "conv_shortcut_add", "default",
+    "TVM_PASSES", "all", "conv1x1_as_matmul", "cpu", "strided_conv1x1_as_matmul", "bias_add_add", "bool_cumsum", "bool_equal", "conv_batch_norm", "conv_mul", "conv_shortcut_add", "default",
     "diamond_conv_add", "dispatch_tuple", "fusion", "identity_reshape", "lower_batch_norm", "lower_layer_norm",
     "legalize", "lowering", "merge_element_wise", "merge_element_wise_variadic", "parallel_conv", "parallel_conv_expand_kernels",
     "parallel_conv_variadic", "parallel_group_conv_variadic", "parallel_matmul", "parallel_matmul_bias_variadic",

@@ -24,6 +24,18 @@ def test_1x1_conv_becomes_a_matmul(applies, batch):
             {"matmul": 1, "reshape": 3, "nn.relu": 1})
 
 
+@pytest.mark.parametrize("strides, size", [((2, 2), (6, 6)), ((2, 2), (7, 5)), ((3, 1), (7, 4))])
+def test_strided_1x1_conv_becomes_a_slice_and_a_matmul(applies, strides, size):
+    x = var("x", 2, 8, *size)
+    y = R.nn.conv2d(x, var("w", 6, 8, 1, 1), strides=strides)
+    applies(workload(y), rules.strided_conv1x1_as_matmul(), {"strided_slice": 1, "matmul": 1, "reshape": 2},
+            {"strided_slice": 1, "matmul": 1, "reshape": 3})
+
+
+def test_the_strided_rule_leaves_unit_strides_to_the_other(rejects):
+    rejects(workload(R.nn.conv2d(var("x", 1, 8, 6, 6), var("w", 6, 8, 1, 1))), rules.strided_conv1x1_as_matmul())
+
+
 @pytest.mark.parametrize("conv", [
     lambda x: R.nn.conv2d(x, var("w", 6, 8, 3, 3), padding=1),                 # not 1x1
     lambda x: R.nn.conv2d(x, var("w", 6, 8, 1, 1), strides=2),                 # strided
