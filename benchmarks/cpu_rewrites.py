@@ -13,13 +13,10 @@ PyTorch eager runs the first form with as many threads as TVM uses.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -97,23 +94,10 @@ def _cases() -> dict[str, tuple[str, Callable[[], list[tuple[str, object]]], Cal
 
 
 def _torch_ms(make: Callable[[], tuple], threads: int, rounds: int) -> float:
-    import torch
+    from torch_eager import median_seconds
 
-    torch.set_num_threads(threads)
     fn, args = make()
-    with torch.no_grad():
-        for _ in range(3):
-            fn(*args)
-        once = max(1e-6, _elapsed(fn, args, 1))
-        number = max(3, round(ROUND_SECONDS / once))
-        return statistics.median(_elapsed(fn, args, number) for _ in range(rounds)) * 1e3
-
-
-def _elapsed(fn: Callable, args: tuple, number: int) -> float:
-    start = time.perf_counter()
-    for _ in range(number):
-        fn(*args)
-    return (time.perf_counter() - start) / number
+    return median_seconds(lambda: fn(*args), threads, rounds, ROUND_SECONDS) * 1e3
 
 
 def main() -> None:

@@ -129,20 +129,25 @@ def eager(wl) -> Callable[[Mapping[str, np.ndarray]], Any]:
 def eager_seconds(wl, inputs: Mapping[str, np.ndarray], threads: int, rounds: int = 5,
                   round_seconds: float = 0.05) -> float:
     """Median seconds of one PyTorch eager run of ``wl`` on ``inputs`` with ``threads`` threads."""
+    run = eager(wl).raw
+    return median_seconds(lambda: run(inputs), threads, rounds, round_seconds)
+
+
+def median_seconds(fn: Callable[[], Any], threads: int, rounds: int = 5, round_seconds: float = 0.05) -> float:
+    """Median seconds of one call of ``fn`` under ``torch.no_grad`` with ``threads`` threads: two warm-up
+    calls, then ``rounds`` rounds of as many calls as last about ``round_seconds``."""
     import torch
 
     torch.set_num_threads(threads)
-    run = eager(wl).raw
     with torch.no_grad():
         for _ in range(2):
-            run(inputs)
-        start = time.perf_counter()
-        run(inputs)
-        number = max(1, round(round_seconds / max(1e-6, time.perf_counter() - start)))
-        times = []
-        for _ in range(rounds):
-            start = time.perf_counter()
-            for _ in range(number):
-                run(inputs)
-            times.append((time.perf_counter() - start) / number)
-    return statistics.median(times)
+            fn()
+        number = max(1, round(round_seconds / max(1e-6, _elapsed(fn, 1))))
+        return statistics.median(_elapsed(fn, number) for _ in range(rounds))
+
+
+def _elapsed(fn: Callable[[], Any], number: int) -> float:
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number

@@ -26,11 +26,16 @@ def run(executable, inputs):
     return relax.VirtualMachine(executable, tvm.cpu())["main"](*inputs).numpy()
 
 
+def inputs_and_expected(mod: tvm.IRModule, seed: int):
+    """Random inputs of ``module()`` and its outputs on them under TVM's default build."""
+    rng = np.random.default_rng(seed)
+    inputs = [tvm.runtime.tensor(rng.uniform(-1, 1, s).astype("float32")) for s in ((32, 64), (64, 64))]
+    return inputs, run(relax.build(mod, target="llvm"), inputs)
+
+
 def test_kernels_are_measured_once_then_reused_from_disk(tmp_path):
     mod = module()
-    rng = np.random.default_rng(0)
-    inputs = [tvm.runtime.tensor(rng.uniform(-1, 1, s).astype("float32")) for s in ((32, 64), (64, 64))]
-    expected = run(relax.build(mod, target="llvm"), inputs)
+    inputs, expected = inputs_and_expected(mod, seed=0)
 
     first = ScheduleDatabase(samples=2, cache_dir=tmp_path, number=2, repeat=1)
     np.testing.assert_allclose(run(first.build(mod), inputs), expected, rtol=1e-5, atol=1e-5)
@@ -54,9 +59,7 @@ def test_tuned_kernels_keep_their_trace_on_disk_and_compute_the_same(tmp_path):
     # MetaSchedule's own tuner (evolutionary search, builder and runner in worker processes): a
     # few trials per kernel; the winner's trace is cached as JSON and replayed with nothing measured
     mod = module()
-    rng = np.random.default_rng(1)
-    inputs = [tvm.runtime.tensor(rng.uniform(-1, 1, s).astype("float32")) for s in ((32, 64), (64, 64))]
-    expected = run(relax.build(mod, target="llvm"), inputs)
+    inputs, expected = inputs_and_expected(mod, seed=1)
 
     tuned = ScheduleDatabase(trials=4, cache_dir=tmp_path, number=2, repeat=1)
     np.testing.assert_allclose(run(tuned.build(mod), inputs), expected, rtol=1e-5, atol=1e-5)
