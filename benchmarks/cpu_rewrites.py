@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
