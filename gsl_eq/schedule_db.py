@@ -118,7 +118,8 @@ class ScheduleDatabase:
 
     def choice(self, kernel: tvm.IRModule) -> Choice:
         """The winning draw of ``kernel`` (a module holding one PrimFunc ``main``), measured if new."""
-        return self._best(kernel)[1]
+        known = self._cache.read().get(self.key(kernel))
+        return Choice(*known) if known is not None else self._best(kernel)[1]
 
     def kernels(self, mod: tvm.IRModule) -> list[tvm.IRModule]:
         """The distinct kernels (modules of one PrimFunc ``main``) TVM builds for Relax module ``mod``."""

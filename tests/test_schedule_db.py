@@ -74,3 +74,14 @@ def test_tuned_kernels_keep_their_trace_on_disk_and_compute_the_same(tmp_path):
     assert not ScheduleDatabase(samples=1, cache_dir=tmp_path).cached(kernels[0])
     with pytest.raises(ValueError, match="trials"):
         ScheduleDatabase(trials=-1, cache_dir=tmp_path)
+
+
+def test_a_cached_choice_is_read_without_drawing_again(tmp_path, monkeypatch):
+    # Pricing a kernel needs its time only: a second database on the same cache neither draws
+    # nor measures (drawing the design space again costs more than the time it looks up).
+    db = ScheduleDatabase(samples=2, cache_dir=tmp_path, number=2, repeat=1)
+    kernel = db.kernels(module())[0]
+    first = db.choice(kernel)
+    again = ScheduleDatabase(samples=2, cache_dir=tmp_path, number=2, repeat=1)
+    monkeypatch.setattr(again, "_draw", lambda *args: pytest.fail("drew a cached kernel's design space"))
+    assert again.choice(kernel) == first and again.measurements == 0
