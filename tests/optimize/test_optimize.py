@@ -188,6 +188,7 @@ def test_measuring_is_not_charged_to_the_time_limit():
     result = optimize(wl, rules.default(), cost=model, time_limit=1.0, node_limit=20_000, iter_limit=8)
     report = result.report
     assert model.waited > 1.0
+    assert report.timings["price"] >= model.waited > report.timings["extract"]  # the report says where it went
     assert report.stop_reason == "saturated" and report.extraction_status == "optimal"
     assert report.cost_after < report.cost_before
     assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-5)
