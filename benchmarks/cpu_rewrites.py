@@ -114,7 +114,7 @@ def main() -> None:
     args = parser.parse_args()
     databases = [ScheduleDatabase(samples=args.samples, seed=seed, trials=args.trials) for seed in (0, 1)]
     threads = databases[0].target.attrs["num-cores"]
-    rows, flips = [], []
+    rows, verdicts = [], []
     for name in args.cases.split(","):
         description, forms, torch_call = cases[name]
         workloads = [(label, Workload.from_expr(expr, ["x"])) for label, expr in forms()]
@@ -126,11 +126,12 @@ def main() -> None:
         for k, (label, _) in enumerate(workloads):
             ms = [t[k].seconds * 1e3 for t in timed]
             ratios = [t[k].seconds / f for t, f in zip(timed, first)]
-            rows.append([description if k == 0 else "", label, f"{ms[0]:.2f}", f"{ratios[0]:.2f}", f"{ms[1]:.2f}",
-                         f"{ratios[1]:.2f}", f"{abs(ms[1] - ms[0]) / min(ms):.0%}",
-                         f"{eager:.2f}" if k == 0 else ""])
+            verdict = [_verdict(t[k], t[0]) for t in timed] if k > 0 else ["", ""]
             if k > 0:
-                flips.append((ratios[0] < 1) != (ratios[1] < 1))
+                verdicts.append(verdict)
+            rows.append([description if k == 0 else "", label, f"{ms[0]:.2f}", f"{ratios[0]:.2f} {verdict[0]}".rstrip(),
+                         f"{ms[1]:.2f}", f"{ratios[1]:.2f} {verdict[1]}".rstrip(), f"{abs(ms[1] - ms[0]) / min(ms):.0%}",
+                         f"{eager:.2f}" if k == 0 else ""])
             print(*rows[-1], sep="\t", flush=True)
     schedules = (f"each kernel tuned by MetaSchedule's evolutionary search, {args.trials} measured trials"
                  if args.trials else f"each kernel the best of {args.samples} MetaSchedule design-space draws of the "
@@ -141,15 +142,33 @@ def main() -> None:
         f"Each form built through a schedule database ({schedules}), the forms of a case timed in {args.rounds} alternating rounds "
         f"of at least {ROUND_SECONDS * 1e3:.0f} ms (median); then all again under a database seeded otherwise "
         "(seed 1 against seed 0). Spread: the difference between the two draws' times of one form, relative to "
-        "the faster. PyTorch eager: the first form, torch.nn.functional / matmul under no_grad, "
+        "the faster. faster / slower / tie: against the first form, beyond the timing noise of both (the "
+        "rounds' spread, at least 2%) or not. PyTorch eager: the first form, torch.nn.functional / matmul under no_grad, "
         f"{threads} threads (TVM's target uses as many cores), median round.",
         "",
         table(["case", "form", "TVM seed 0 (ms)", "vs first", "TVM seed 1 (ms)", "vs first", "spread",
                "PyTorch eager (ms)"], rows),
         "",
-        f"Rankings that flip between the two draws: {sum(flips)} of {len(flips)}.",
+        _ranking_summary(verdicts),
     ]
     write_section("cpu-rewrites", "\n".join(lines))
+
+
+def _verdict(form, first) -> str:
+    """Whether ``form`` ran faster or slower than the case's first form beyond the timing noise of both
+    (measured selection's test), or neither."""
+    from gsl_eq.selection import faster
+
+    return "faster" if faster(form, first) else "slower" if faster(first, form) else "tie"
+
+
+def _ranking_summary(verdicts: list[list[str]]) -> str:
+    """How the forms' rankings against the first form fared between the two draws."""
+    flipped = sum({"faster", "slower"} == set(v) for v in verdicts)
+    held = sum(v[0] == v[1] != "tie" for v in verdicts)
+    return (f"Rankings against the first form, beyond the timing noise (measured selection's test): "
+            f"{held} of {len(verdicts)} held under both draws, {flipped} flipped (faster under one draw, slower "
+            f"under the other), {len(verdicts) - held - flipped} were a tie under at least one draw.")
 
 
 if __name__ == "__main__":
