@@ -67,10 +67,12 @@ Counts (checked by tests/rules/test_taso.py):
 
 Guards make each rule hold where it applies (the soundness checker finds each unsound without
 them): element-wise pairs of one shape, a matmul's right operand 2-d and its left one of rank >= 2,
-a transpose of the last two axes, TASO's input classes of one shape (its generator verified the
-equations on one shape per class: two kernels of different output counts merged into one grouped
-conv would misalign its groups; in an equation of matrices, of one matrix shape, the last two
-axes, so that a stack and a weight may share a class), ungrouped kernels, and on the right side
+a transpose of the last two axes, TASO's input classes of one shape where a rule merges convs of a
+channel concat into one grouped conv (its generator verified the equations on one shape per class,
+and two kernels of different output counts would misalign the groups; in an equation of matrices,
+of one matrix shape, the last two axes, so that a stack and a weight may share a class); elsewhere
+inputs of one class may differ in shape as TASO's and TENSAT's engines let them (two 1x1 convs of
+one input with 64 and 256 outputs merge), ungrouped kernels, and on the right side
 what its typing needs in TASO (concatenated operands agreeing off the axis, an enlarged kernel no
 larger than its target size).
 
@@ -446,10 +448,24 @@ def _class_of(name: str) -> tuple[int, ...] | None:
     return next((c for c in _CLASSES if k in c), None)
 
 
+def _grouped_merge(terms: Iterator[Term] | tuple[Term, ...]) -> bool:
+    """Whether ``terms`` hold a conv of a channel concat: a grouped conv of several inputs, whose
+    groups align only where the inputs and kernels merged have one shape each (TASO's classes)."""
+    for t in terms:
+        if isinstance(t, tuple):
+            data = t[5] if t[0] == "conv2d" else None
+            if isinstance(data, tuple) and data[0] == "concat" and data[1] == 1:
+                return True
+            if _grouped_merge(t[1:]):
+                return True
+    return False
+
+
 def _same_class_guards(inputs: dict[str, pat.Pattern], matrices: bool = False) -> list[attr.AttrExpr]:
-    """Inputs of one class have one shape, as where TASO verified the equation (two kernels of
-    different output counts, merged into one grouped conv, would misalign its groups); in an
-    equation of matrices, one matrix shape: the last two axes (a stack of them may be batched)."""
+    """Inputs of one class have one shape, as where TASO verified the equation: needed where two
+    kernels of different output counts, merged into one grouped conv, would misalign its groups
+    (:func:`_grouped_merge`); in an equation of matrices, one matrix shape: the last two axes (a
+    stack of them may be batched)."""
     guards = []
     for members in _CLASSES:
         present = [inputs[f"input_{k}"] for k in members if f"input_{k}" in inputs]
@@ -480,7 +496,7 @@ def translate(lhs: list[Term], rhs: list[Term], name: str) -> Subst:
     matrices = any(_holds(t, ("matmul", "transpose")) for t in (*lhs, *rhs))
     source = _Side(inputs, source=True, broadcast=broadcast, matrices=matrices)
     src = [source(t) for t in lhs]
-    if not broadcast:
+    if not broadcast and _grouped_merge((*lhs, *rhs)):
         source.where.extend(_same_class_guards(inputs, matrices))
     matched = frozenset((*inputs.values(), *source.built.values()))
     target = _Side(inputs, source=False, broadcast=broadcast, where=source.where, matched=matched, matrices=matrices)

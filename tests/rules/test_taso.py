@@ -87,3 +87,26 @@ def test_pointwise_equations_hold_where_relax_broadcasts(same_outputs):
     assert result.workload.graph.op_counts()["relax.add"] < wl.graph.op_counts()["relax.add"]
     assert result.report.rules_used and set(result.report.rules_used) <= pointwise
     same_outputs(wl, result.workload)
+
+
+def test_kernels_of_one_class_merge_at_different_shapes_unless_the_merge_is_grouped(translations, same_outputs):
+    """TASO's engine merges two 1x1 convs of one input with 64 and 256 outputs (ResNeXt's first
+    block); concat(conv(a, w1), conv(b, w2)) -> one grouped conv keeps TASO's one shape per class,
+    without which the groups misalign (the checker finds it unsound)."""
+    from tvm import relax
+
+    from gsl_eq import Workload, optimize
+
+    grouped = next(r for r in translations["converted.txt"].rules if r.name == "taso:converted.txt#91")
+    assert taso._grouped_merge(translations["converted.txt"].equations[grouped.name][1])
+    result = check_rule(grouped, trials=3, seed=0, tries=40)
+    assert result.verdict is Verdict.SOUND and result.instances >= 3, result.summary()
+
+    R = relax.op
+    x = relax.Var("x", relax.TensorType((1, 16, 8, 8), "float32"))
+    w1, w2 = (relax.Var(n, relax.TensorType((c, 16, 1, 1), "float32")) for n, c in (("w1", 8), ("w2", 32)))
+    wl = Workload.from_expr(relax.Tuple([R.nn.relu(R.nn.conv2d(x, w1)), R.nn.relu(R.nn.conv2d(x, w2))]), {"x"})
+    result = optimize(wl, rules.tensat(), mode="saturate", cost="gpu", node_limit=5_000, iter_limit=6,
+                      multi_iterations=1)
+    assert result.workload.graph.op_counts()["relax.nn.conv2d"] == 1
+    same_outputs(wl, result.workload)
