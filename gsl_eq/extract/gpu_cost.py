@@ -79,7 +79,7 @@ EPILOGUE_OPS = frozenset(ops_with_trait(OpTrait.ELEMENT_WISE) + ops_with_trait(O
 #: activation (relu, sigmoid, tanh); every other element-wise op is a kernel.
 TASO_ACTIVATIONS = frozenset("relax." + n for n in ("nn.relu", "sigmoid", "tanh"))
 TASO_ANCHORS = frozenset("relax." + n for n in ("nn.conv2d", "matmul", "nn.max_pool2d", "nn.avg_pool2d"))
-FUSIONS = ("epilogues", "activations")
+FUSIONS = ("epilogues", "activations", "none")
 
 
 class GPU:
@@ -87,7 +87,8 @@ class GPU:
     priced by their roofline time plus a launch, element-wise epilogues fused, views and splits
     free; extraction prices each call as a kernel of its own (see the module's docstring).
     ``fusion="activations"`` fuses as TASO does instead: only a relu, sigmoid or tanh right after
-    a conv, matmul or pooling (what TASO's model would charge, for comparison).
+    a conv, matmul or pooling (what TASO's model would charge, for comparison), ``fusion="none"``
+    nothing (every call a kernel).
 
     >>> GPU().device.name, GPU("a100").device.name
     ('V100', 'A100')
@@ -108,7 +109,8 @@ class GPU:
             raise ValueError(f"unknown fusion {fusion!r}; choose one of {', '.join(FUSIONS)}")
         self.device = device
         #: "epilogues": any element-wise op into the kernel before it (TVM's FuseOps); "activations":
-        #: only an activation into a conv, matmul or pooling (TASO's fused activation).
+        #: only an activation into a conv, matmul or pooling (TASO's fused activation); "none": every
+        #: call a kernel (a TASO graph whose activations are ops of their own, before its rules fuse them).
         self.fusion = fusion
 
     # --- one call, for extraction -----------------------------------------------------------
@@ -148,7 +150,7 @@ class GPU:
             inputs = [i.type for i in node.inputs]
             fused = _fusion_input(node.op, inputs, node.type,
                                   lambda k: node.inputs[k] in kernels and readers[node.inputs[k]] == 1)
-            if self.fusion == "activations" and fused is not None and not (
+            if self.fusion == "none" or self.fusion == "activations" and fused is not None and not (
                     node.op in TASO_ACTIVATIONS and node.inputs[fused].op in TASO_ANCHORS):
                 fused = None
             if fused is not None:

@@ -134,5 +134,8 @@ def test_tasos_fusion_fuses_activations_into_convs_only():
     assert graph_cost(conv_then("relax.nn.relu"), taso) < conv + 0.01 * taso.device.launch
     assert graph_cost(conv_then("relax.add"), taso) > conv + taso.device.launch
     assert graph_cost(conv_then("relax.add", "relax.nn.relu"), taso) > graph_cost(conv_then("relax.add", "relax.nn.relu"), ours)
+    # a graph whose activations are ops of their own, priced before anything fuses them: a launch more
+    unfused = GPU(fusion="none")
+    assert graph_cost(conv_then("relax.nn.relu"), unfused) > conv + unfused.device.launch
     with pytest.raises(ValueError, match="unknown fusion 'some'"):
         GPU(fusion="some")
