@@ -40,7 +40,9 @@ if TYPE_CHECKING:
 MODEL_NAMES = (
     "ac_sum", "bert", "bert_encoder", "diamond_conv", "distilbert", "hf_bert", "hf_gpt2", "hf_llama",
     "inception_block", "inception_network", "inception_v3", "mobilenet_v2", "nasnet_a", "nasrnn", "polynomial", "resnet50",
-    "resnet_bottleneck", "resnext50", "squeezenet", "t5_encoder", "transformer_encoder_layer", "vgg19", "vit",
+    "resnet_bottleneck", "resnext50", "squeezenet", "t5_encoder", "tensat_bert", "tensat_inception_v3",
+    "tensat_nasnet_a", "tensat_nasrnn", "tensat_resnext50", "tensat_squeezenet", "tensat_vgg19",
+    "transformer_encoder_layer", "vgg19", "vit",
     "wav2vec2", "whisper_encoder",
 )
 MODES = ("saturate", "greedy")  # gsl_eq.optimize.MODES
