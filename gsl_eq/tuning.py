@@ -32,15 +32,28 @@ def random_args(args_info: list) -> list:
             for a in args_info]
 
 
+_quiet: bool | None = None
+
+
+def _quiet_metaschedule() -> None:
+    """MetaSchedule prints every round to stdout at its logger's level, and each tuning run
+    reconfigures that logger to DEBUG: unless the user had set a level before the first run, keep
+    it at WARNING for every run."""
+    global _quiet
+    log = logging.getLogger("tvm.s_tir.meta_schedule")
+    if _quiet is None:
+        _quiet = log.level == logging.NOTSET
+    if _quiet:
+        log.setLevel(logging.WARNING)
+
+
 def tune(kernel: tvm.IRModule, target: tvm.target.Target, trials: int, seed: int, number: int = 3,
          repeat: int = 3) -> Any:
     """The schedule (an ``s_tir.Schedule``: its ``mod`` and ``trace``) of the fastest of ``trials``
     candidates MetaSchedule's evolutionary search measures for ``kernel`` (a module of one PrimFunc
     ``main``) on ``target``, seeded ``seed``; each candidate timed ``repeat`` times ``number`` runs,
     its fastest repeat counted."""
-    log = logging.getLogger("tvm.s_tir.meta_schedule")
-    if log.level == logging.NOTSET:  # MetaSchedule prints every round to stdout unless its logger says otherwise
-        log.setLevel(logging.WARNING)
+    _quiet_metaschedule()
     built: dict[str, Any] = {}
     builder, runner = _Builder(built), _Runner(built, number, repeat)
     strategy = ms.search_strategy.EvolutionarySearch(  # MetaSchedule evolves 512 per round; few trials need fewer
