@@ -178,7 +178,9 @@ def test_the_qkv_merge_on_a_stack(shape, same_outputs):
     x = relax.Var("x", relax.TensorType(shape, "float32"))
     w1, w2 = _weights(2, 8, 5)
     wl = Workload.from_expr(relax.Tuple([R.matmul(x, w1), R.nn.relu(R.matmul(x, w2))]), {"x"})
-    result = optimize(wl, [_rule("taso:converted_multi.txt#8")], mode="saturate", cost=SplitIsAView())
+    # the merge applies to its own results again and again: small limits keep the e-graph (and its ILP) small
+    result = optimize(wl, [_rule("taso:converted_multi.txt#8")], mode="saturate", cost=SplitIsAView(),
+                      node_limit=2_000, iter_limit=4)
     assert result.report.rules_used == ["taso:converted_multi.txt#8"]
     counts = result.workload.graph.op_counts()
     assert counts["relax.matmul"] == 1 and counts["relax.split"] == 1
