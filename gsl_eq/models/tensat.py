@@ -15,7 +15,7 @@ operator for operator, so that TENSAT's figures can be compared on TENSAT's inpu
 Padding follows TASO: ``same`` pads each side by half the total padding, rounded up, and gives
 ceil(size / stride) outputs; ``valid`` pads nothing. Weights are drawn as
 :meth:`Workload.from_expr` draws them, scaled to He-uniform in the convolutional networks (see
-:func:`gsl_eq.models.zoo._cnn_workload`) so that outputs depend on inputs without biases.
+:func:`gsl_eq.models.zoo.he_uniform`) so that outputs depend on inputs without biases.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from tvm import relax
 from ..errors import WorkloadError
 from ..workload import Workload
 from .blocks import var
+from .zoo import he_uniform
 
 R = relax.op
 
@@ -117,13 +118,10 @@ class _Graph:
         shape[axis] = sum(x.shape[axis] for x in xs)
         return _Tensor(R.concat([x.expr for x in xs], axis=axis), tuple(shape))
 
-    def workload(self, outputs: Sequence[_Tensor], he_uniform: bool) -> Workload:
+    def workload(self, outputs: Sequence[_Tensor], scale_weights: bool) -> Workload:
         expr = outputs[0].expr if len(outputs) == 1 else relax.Tuple([o.expr for o in outputs])
         wl = Workload.from_expr(expr, self.inputs)
-        if not he_uniform:
-            return wl
-        scale = np.float32(np.sqrt(6.0))
-        return Workload(wl.mod, {k: v * scale if v.ndim >= 2 else v for k, v in wl.params.items()})
+        return he_uniform(wl) if scale_weights else wl
 
 
 # --------------------------------------------------------------------------- graphs TENSAT builds in Rust
@@ -146,7 +144,7 @@ def tensat_bert(layers: int = 8, seq: int = 64, hidden: int = 1024, heads: int =
         attention = g.matmul(g.matmul(q, k), v)
         outputs.append(g.reshape(g.transpose(attention, (1, 0, 2)), (seq, hidden)))
         x = g.matmul(x, g.weight(hidden, hidden))
-    return g.workload([*outputs, x], he_uniform=False)
+    return g.workload([*outputs, x], scale_weights=False)
 
 
 def tensat_nasrnn(steps: int = 5, hidden: int = 512) -> Workload:
@@ -168,7 +166,7 @@ def tensat_nasrnn(steps: int = 5, hidden: int = 512) -> Workload:
         m.append(mul(tanh(m[0]), tanh(m[3])))
         m.append(mul(tanh(m[4]), tanh(m[5])))
         state = tanh(m[6])
-    return g.workload([state], he_uniform=False)
+    return g.workload([state], scale_weights=False)
 
 
 def _resnext_block(g: _Graph, x: _Tensor, stride: int, channels: int, groups: int) -> _Tensor:
@@ -190,7 +188,7 @@ def tensat_resnext50(image_size: int = 224, blocks: Sequence[int] = (3, 4, 6, 3)
     for stage, count in enumerate(blocks):
         for b in range(count):
             x = _resnext_block(g, x, 2 if stage and not b else 1, 128 << stage, groups)
-    return g.workload([x], he_uniform=True)
+    return g.workload([x], scale_weights=True)
 
 
 def _squeeze(g: _Graph, channels: int, x: _Tensor) -> _Tensor:
@@ -241,7 +239,7 @@ def tensat_nasnet_a(image_size: int = 224, stages: int = 3, cells: int = 5, chan
             prev, cur = cur, _normal_cell(g, prev, cur, channels)
         channels *= 2
         x = _reduction_cell(g, prev, cur, channels)
-    return g.workload([x], he_uniform=True)
+    return g.workload([x], scale_weights=True)
 
 
 # --------------------------------------------------------------------------- graphs TENSAT loads from TASO's files
@@ -251,12 +249,14 @@ _INPUT, _WEIGHT, _CONV2D, _DROPOUT, _MAX_POOL, _AVG_POOL, _RELU, _SIGMOID, _TANH
 _CONCAT, _RESHAPE, _TRANSPOSE, _ADD, _MUL, _MATMUL = 12, 14, 15, 16, 17, 18
 
 
-def load_taso_model(text: str, he_uniform: bool = True, source: str = "<text>") -> Workload:
+def load_taso_model(text: str, scale_weights: bool = True, source: str = "<text>") -> Workload:
     """A workload from a model serialized by TASO (the format of TENSAT's ``model/*.model``).
 
     Each node is four lines: its id; its TASO operator number; its inputs as ``id:output``
     separated by commas; its integer parameters. As TENSAT's loader does, a pool's activation is
     not read, a dropout is the identity, and the graph's output is every node no other reads.
+    ``scale_weights``: weights He-uniform (:func:`gsl_eq.models.zoo.he_uniform`), as a relu network
+    without biases needs for its output to depend on its input.
     """
     lines = text.split()
     if len(lines) % 4:
@@ -279,7 +279,7 @@ def load_taso_model(text: str, he_uniform: bool = True, source: str = "<text>") 
             computed.append(guid)
             read.update(d.split(":")[0] for d in deps)
     outputs = [nodes[guid] for guid in computed if guid not in read]
-    return g.workload(outputs, he_uniform)
+    return g.workload(outputs, scale_weights)
 
 
 def _taso_node(g: _Graph, op: int, args: list[_Tensor], p: list[int]) -> _Tensor | None:

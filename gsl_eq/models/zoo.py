@@ -103,7 +103,13 @@ def _image(image_size: int) -> relax.Var:
 
 
 def _cnn_workload(expr: relax.Expr) -> Workload:
-    """The workload of a CNN's expression, its conv and dense weights scaled up by sqrt(6).
+    """The workload of a CNN's expression (input ``x``), its conv and dense weights He-uniform."""
+    return he_uniform(Workload.from_expr(expr, {"x"}), lambda name, value: name.endswith("_w") and value.ndim >= 2)
+
+
+def he_uniform(wl: Workload,
+               is_weight: Callable[[str, np.ndarray], bool] = lambda name, value: value.ndim >= 2) -> Workload:
+    """``wl`` with the parameters ``is_weight`` selects (by default every one of rank >= 2) scaled up by sqrt(6).
 
     :meth:`Workload.from_expr` draws weights from U[-b, b), b = 1/sqrt(fan_in),
     which shrinks the variance of a relu network's signal six-fold per layer:
@@ -111,9 +117,8 @@ def _cnn_workload(expr: relax.Expr) -> Workload:
     biases, and comparing outputs checks nothing. Scaling gives He-uniform
     weights, b = sqrt(6/fan_in), which keep the signal's variance through relus.
     """
-    wl = Workload.from_expr(expr, {"x"})
     scale = np.float32(np.sqrt(6.0))
-    return Workload(wl.mod, {k: v * scale if k.endswith("_w") and v.ndim >= 2 else v for k, v in wl.params.items()})
+    return Workload(wl.mod, {k: v * scale if is_weight(k, v) else v for k, v in wl.params.items()})
 
 
 def _conv_out(size: int, k: int, stride: int, padding: int) -> int:
