@@ -58,7 +58,7 @@ RULE_SETS = {
            "DecomposeOpsForInference and RemoveRedundantReshape",
     "cpu": "forms TVM's CPU backend may run faster (a 1x1 conv as a matmul, strided or not)",
     "taso": "TASO's substitutions with a Relax meaning (single_rules.txt and multi_rules.txt)",
-    "tensat": "TENSAT's experiment set of TASO's substitutions (converted.txt and converted_multi.txt)",
+    "tensat": "TENSAT's experiment set of TASO's substitutions (converted.txt, converted_multi.txt and TASO's hand-written conv merges)",
 }  # gsl_eq.rules.sets.RULE_SETS; a sum of sets joined by + (tensat+default) is a set too
 DEMO_MODELS = {"bert_encoder": "12 BERT-style encoder layers", "inception_network": "an Inception-style CNN"}
 DEFAULTS = {"rules": "default", "cost": "roofline", "mode": "saturate", "extractor": "ilp", "node_limit": 50_000,

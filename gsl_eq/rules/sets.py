@@ -26,7 +26,7 @@ RULE_SETS = {
            "DecomposeOpsForInference and RemoveRedundantReshape",
     "cpu": "forms TVM's CPU backend may run faster (a 1x1 conv as a matmul, strided or not)",
     "taso": "TASO's substitutions with a Relax meaning (single_rules.txt and multi_rules.txt)",
-    "tensat": "TENSAT's experiment set of TASO's substitutions (converted.txt and converted_multi.txt)",
+    "tensat": "TENSAT's experiment set of TASO's substitutions (converted.txt, converted_multi.txt and TASO's hand-written conv merges)",
 }
 
 

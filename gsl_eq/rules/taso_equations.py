@@ -1,9 +1,13 @@
 """TASO's verified substitutions as GSL rules: :func:`taso` (TASO's full sets) and :func:`tensat`
-(the 120 single- and 13 multi-pattern rules of TENSAT's experiments).
+(the 120 single- and 13 multi-pattern rules of TENSAT's experiments, and TASO's hand-written ones
+it adds).
 
 The equations come from the TENSAT repository (uwplse/tensat, MIT licence, kept in
 ``taso_data/`` with its notice): ``single_rules.txt`` and ``multi_rules.txt`` in TASO's
-``op(args)`` form, ``converted.txt`` and ``converted_multi.txt`` in TENSAT's s-expressions. Each
+``op(args)`` form, ``converted.txt`` and ``converted_multi.txt`` in TENSAT's s-expressions, and
+TASO's hand-written substitutions as TENSAT's sources spell them (``predefined_multi.txt``: two
+convs of one input merged into one, the smaller kernel enlarged to the other's size;
+``predefined.txt``: a grouped conv's groups merged pairwise). Each
 equation ``lhs == rhs`` becomes a rule from left to right, named after its file and its index in
 it (``taso:single_rules.txt#17``; a multi-pattern rule is two equations, numbered by its first).
 
@@ -39,7 +43,8 @@ conv2d (sh, sw, p, act, x, w)
                         channel counts as TASO infers them; ``act = 2`` adds a relu
 poolavg/poolmax (kh, kw, sh, sw, p, x)
                         nn.avg_pool2d (counting the padding, as TASO) / nn.max_pool2d
-enlarge (kh, kw, w)     nn.pad of kernel ``w`` to kh x kw, centred
+enlarge (kh, kw, w)     nn.pad of kernel ``w`` to kh x kw, centred (TENSAT's ``enlarge (w, r)``: to
+                        the size of kernel ``r``)
 Iconv (kh, kw)          a C x C kernel copying each of the conv input's C channels
 Cpool (kh, kw)          a depthwise kernel averaging its window (``pat.Const(fill=...)``)
 Imatmul, Iewmul         the identity matrix sized by the other operand's last axis / ones
@@ -64,13 +69,19 @@ Counts (checked by tests/rules/test_taso.py):
   share no node (``[relu(a), relu(b)] -> split(relu(concat(a, b)))``): saturate mode pairs their
   matches, greedy mode refuses them (:meth:`~gsl_eq.frontend.Subst.require_connected`).
 * ``converted.txt``: 120 parsed, 118 translated (2 one-term equations).
+* ``predefined_multi.txt``: 2 two-output rules (TASO's activation none and relu), both translated;
+  ``predefined.txt``: 4 merges of a grouped conv's groups, none (``merge`` rebuilds a kernel
+  block-diagonally, which no Relax op here writes; on a roofline the merged conv does twice the
+  FLOPs for the same bytes, and pays only on a library whose grouped convs run slowly, as cuDNN's
+  did when TASO measured them).
 
 Guards make each rule hold where it applies (the soundness checker finds each unsound without
 them): element-wise pairs of one shape, a matmul's right operand 2-d and its left one of rank >= 2,
 a transpose of the last two axes, TASO's input classes of one shape where a rule merges convs of a
 channel concat into one grouped conv (its generator verified the equations on one shape per class,
 and two kernels of different output counts would misalign the groups; in an equation of matrices,
-of one matrix shape, the last two axes, so that a stack and a weight may share a class); elsewhere
+of one matrix shape, the last two axes, so that a stack and a weight may share a class), kernels that
+the right side concatenates or enlarges ungrouped (:func:`_merged_kernels`); elsewhere
 inputs of one class may differ in shape as TASO's and TENSAT's engines let them (two 1x1 convs of
 one input with 64 and 256 outputs merge), ungrouped kernels, and on the right side
 what its typing needs in TASO (concatenated operands agreeing off the axis, an enlarged kernel no
@@ -239,6 +250,8 @@ class _Side:
     #: Whether the equation is one of matrices (it holds a matmul or a transpose): its matmuls
     #: may have a batched left operand, and its concat and split axes count from the end.
     matrices: bool = False
+    #: Kernels the source's convs must read ungrouped, besides TASO's classes of kernels.
+    ungrouped: frozenset = frozenset()
 
     def shape(self, p: pat.Pattern) -> Any:
         """``p``'s shape as an expression over matched patterns, or None if unknown."""
@@ -330,10 +343,15 @@ class _Side:
         if head in ("poolavg", "poolmax"):
             return self._pool(head, *args, context=inherited)
         if head == "enlarge":
-            kh, kw, w = args if len(args) == 3 else (3, 3, args[0])
-            kernel = self(w)
             if self.source:
                 raise Untranslatable("enlarge on the left side")
+            if len(args) == 2:  # TENSAT's: to the size of a reference kernel
+                w, reference = args
+                kernel = self(w)
+                kh, kw = self(reference).shape[2], self(reference).shape[3]
+            else:
+                kh, kw, w = args if len(args) == 3 else (3, 3, args[0])
+                kernel = self(w)
             sk = self.shape(kernel)
             self._guard(lambda: (sk[2] <= kh) & (sk[3] <= kw) & ((kh - sk[2]) % 2 == 0) & ((kw - sk[3]) % 2 == 0), sk)
             dh, dw = (kh - kernel.shape[2]) // 2, (kw - kernel.shape[3]) // 2
@@ -361,7 +379,7 @@ class _Side:
         if self.source:
             pad = same_padding(kernel) if padding == _SAME else (0, 0, 0, 0)
             # TASO's kernels (input_10 to input_18) read every channel of their input: ungrouped.
-            groups = {"groups": 1} if isinstance(w, str) and _class_of(w) in _UNGROUPED else {}
+            groups = {"groups": 1} if isinstance(w, str) and (_class_of(w) in _UNGROUPED or w in self.ungrouped) else {}
             conv = op.Conv2D(data, kernel, strides=(sh, sw), padding=pad, dilation=(1, 1), **groups, **NCHW)
             if padding == _SAME:
                 self._guard(lambda: (kernel.shape[2] % 2 == 1) & (kernel.shape[3] % 2 == 1))
@@ -443,6 +461,20 @@ _CLASSES = ((1, 2, 3), (4, 5, 6), (7, 8, 9), (10, 11, 12), (13, 14, 15), (16, 17
 _UNGROUPED = _CLASSES[3:]
 
 
+def _merged_kernels(terms: tuple[Term, ...], in_kernel: bool = False) -> frozenset[str]:
+    """The inputs that ``terms`` concatenate or enlarge into a conv's kernel: the two sides agree only
+    if these kernels are ungrouped (TENSAT's hand-written rules name them input_2, input_3, outside
+    TASO's classes of kernels)."""
+    found: set[str] = set()
+    for t in terms:
+        if isinstance(t, tuple):
+            if in_kernel and t[0] in ("concat", "enlarge"):
+                found |= {a for a in t[1:] if isinstance(a, str)}
+            found |= _merged_kernels(t[1:6], in_kernel) | _merged_kernels(t[6:], True) if t[0] == "conv2d" \
+                else _merged_kernels(t[1:], in_kernel)
+    return frozenset(found)
+
+
 def _class_of(name: str) -> tuple[int, ...] | None:
     k = int(name.rsplit("_", 1)[1])
     return next((c for c in _CLASSES if k in c), None)
@@ -494,7 +526,7 @@ def translate(lhs: list[Term], rhs: list[Term], name: str) -> Subst:
     inputs: dict[str, pat.Pattern] = {}
     broadcast = pointwise(*lhs, *rhs)
     matrices = any(_holds(t, ("matmul", "transpose")) for t in (*lhs, *rhs))
-    source = _Side(inputs, source=True, broadcast=broadcast, matrices=matrices)
+    source = _Side(inputs, source=True, broadcast=broadcast, matrices=matrices, ungrouped=_merged_kernels(tuple(rhs)))
     src = [source(t) for t in lhs]
     if not broadcast and _grouped_merge((*lhs, *rhs)):
         source.where.extend(_same_class_guards(inputs, matrices))
@@ -546,11 +578,18 @@ def translation(file: str) -> Translation:
     return result
 
 
+#: TASO's hand-written substitutions, as TENSAT writes them: two convs of one input merged, the
+#: smaller kernel enlarged to the other's size (two-output rules), and a grouped conv's groups merged.
+HAND_WRITTEN = ("predefined_multi.txt", "predefined.txt")
+
+
 def taso() -> list[Subst]:
-    """Every TASO equation with a Relax meaning: ``single_rules.txt`` and ``multi_rules.txt``."""
-    return [r for file in ("single_rules.txt", "multi_rules.txt") for r in translation(file).rules]
+    """Every TASO equation with a Relax meaning: ``single_rules.txt``, ``multi_rules.txt`` and the
+    hand-written ones (:data:`HAND_WRITTEN`)."""
+    return [r for file in ("single_rules.txt", "multi_rules.txt", *HAND_WRITTEN) for r in translation(file).rules]
 
 
 def tensat() -> list[Subst]:
-    """TENSAT's experiment set: ``converted.txt`` (single-pattern) and ``converted_multi.txt``."""
-    return [r for file in ("converted.txt", "converted_multi.txt") for r in translation(file).rules]
+    """TENSAT's experiment set: ``converted.txt`` (single-pattern), ``converted_multi.txt`` and
+    TASO's hand-written rules its experiments add (:data:`HAND_WRITTEN`)."""
+    return [r for file in ("converted.txt", "converted_multi.txt", *HAND_WRITTEN) for r in translation(file).rules]

@@ -8,7 +8,7 @@ from gsl_eq import rules
 from gsl_eq.rules import taso_equations as taso
 from gsl_eq.soundness import Verdict, check_rule
 
-FILES = ("single_rules.txt", "multi_rules.txt", "converted.txt", "converted_multi.txt")
+FILES = ("single_rules.txt", "multi_rules.txt", "converted.txt", "converted_multi.txt", *taso.HAND_WRITTEN)
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +24,13 @@ def test_counts_are_the_documented_ones(translations):
     assert sum(not r.connected for r in translations["multi_rules.txt"].rules) == 4
     assert counts["converted.txt"] == (120, 118, {"both sides are the same term": 2})
     assert counts["converted_multi.txt"] == counts["multi_rules.txt"]
+    hand = {f: taso.translation(f) for f in taso.HAND_WRITTEN}
+    assert [r.name for r in hand["predefined_multi.txt"].rules] == ["taso:predefined_multi.txt#0",
+                                                                    "taso:predefined_multi.txt#2"]
+    assert hand["predefined.txt"].left_out == {"op merge has no Relax meaning here": [
+        f"taso:predefined.txt#{k}" for k in range(4)]}
+    assert {r.name for r in hand["predefined_multi.txt"].rules} <= {r.name for r in rules.tensat()} & {
+        r.name for r in rules.taso()}
     assert len(rules.taso()) >= 600 and len(rules.tensat()) >= 125
     assert all(r.name.startswith("taso:") for r in rules.taso() + rules.tensat())
 
@@ -109,4 +116,40 @@ def test_kernels_of_one_class_merge_at_different_shapes_unless_the_merge_is_grou
     result = optimize(wl, rules.tensat(), mode="saturate", cost="gpu", node_limit=5_000, iter_limit=6,
                       multi_iterations=1)
     assert result.workload.graph.op_counts()["relax.nn.conv2d"] == 1
+    same_outputs(wl, result.workload)
+
+
+def test_the_enlarge_merge_is_sound_and_needs_ungrouped_kernels():
+    """TASO's hand-written merge of two convs of one input, the smaller kernel enlarged: sound on
+    instances that enlarge (1x1 to 3x3 and more); read on grouped kernels, the concatenated kernel's
+    groups would mix the two convs' channels, so both must be ungrouped."""
+    merge = taso.translation("predefined_multi.txt").rules
+    assert taso._merged_kernels(taso.translation("predefined_multi.txt").equations[merge[0].name][1]) == {
+        "input_2", "input_3"}
+    for rule in merge:
+        result = check_rule(rule, trials=6, seed=0)
+        assert result.verdict is Verdict.SOUND and result.instances >= 6, result.summary()
+        assert any(k2[2:] != k3[2:] for _, k2, k3 in result.checked), result.checked  # some enlarged
+
+
+def test_the_enlarge_merge_fuses_a_fire_module(same_outputs):
+    """SqueezeNet's fire module: a 1x1 and a 3x3 expand conv of one input, concatenated; enlarged
+    and merged, one conv writes the concat (with the default rules' concat-of-split identity): two
+    fewer kernels under the gpu model, same outputs."""
+    from tvm import relax
+
+    from gsl_eq import Workload, optimize
+    from gsl_eq.extract import GPU, graph_cost
+
+    R = relax.op
+    x = relax.Var("x", relax.TensorType((1, 16, 28, 28), "float32"))
+    w1, w3 = (relax.Var(n, relax.TensorType((32, 16, k, k), "float32")) for n, k in (("w1", 1), ("w3", 3)))
+    y = R.concat([R.nn.relu(R.nn.conv2d(x, w1)), R.nn.relu(R.nn.conv2d(x, w3, padding=(1, 1, 1, 1)))], axis=1)
+    wl = Workload.from_expr(y, {"x"})
+    result = optimize(wl, rules.tensat() + rules.default(), mode="saturate", cost="gpu", node_limit=5_000,
+                      iter_limit=8, multi_iterations=1)
+    counts = result.workload.graph.op_counts()
+    assert counts["relax.nn.conv2d"] == 1 and "relax.concat" not in counts, counts
+    assert "taso:predefined_multi.txt#2" in result.report.rules_used
+    assert graph_cost(result.workload.graph, GPU()) < graph_cost(wl.fold_params().graph, GPU())
     same_outputs(wl, result.workload)
