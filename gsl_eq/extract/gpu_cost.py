@@ -37,7 +37,7 @@ streaming copy reaches, and the time a launch of an empty kernel takes from a fr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from ..frontend.spec import OpTrait, ops_with_trait
 from ..graph import Graph, Kind, Node
@@ -125,20 +125,22 @@ class GPU:
         return max(compute, memory) + d.launch
 
     def epilogue_seconds(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type,
-                         fused: int) -> float:
-        """One call run inside the kernel producing its input ``fused``: its FLOPs and the bytes of
-        its other inputs, no launch and no round trip of the fused tensor."""
+                         fused: int | Collection[int]) -> float:
+        """One call run inside the kernel producing its input ``fused`` (an index, or every index
+        that reads that tensor): its FLOPs and the bytes of its other inputs, no launch and no round
+        trip of the fused tensor."""
         d = self.device
-        others = [t for i, t in enumerate(inputs) if i != fused]
+        fused = {fused} if isinstance(fused, int) else set(fused)
+        others = [t for i, t in enumerate(inputs) if i not in fused]
         return op_flops(op, attrs, inputs, output) / d.peak_flops + _nbytes(others) / d.bandwidth
 
     # --- a whole graph ---------------------------------------------------------------------
     def graph_cost(self, graph: Graph) -> float:
         """Seconds of ``graph``'s kernels: an epilogue is fused only into a kernel whose output it
         alone reads (a graph output is read by the caller too)."""
-        readers: dict[Node, int] = {}
+        readers: dict[Node, int] = {}  # distinct readers: add(a, a) is a's one reader
         for node in graph.rpo():
-            for i in node.inputs:
+            for i in set(node.inputs):
                 readers[i] = readers.get(i, 0) + 1
         for out in graph.outputs:
             readers[out] = readers.get(out, 0) + 1
@@ -154,7 +156,8 @@ class GPU:
                     node.op in TASO_ACTIVATIONS and node.inputs[fused].op in TASO_ANCHORS):
                 fused = None
             if fused is not None:
-                total += self.epilogue_seconds(node.op, node.attrs, inputs, node.type, fused)
+                total += self.epilogue_seconds(node.op, node.attrs, inputs, node.type,
+                                               [k for k, i in enumerate(node.inputs) if i is node.inputs[fused]])
             else:
                 total += self.kernel_seconds(node.op, node.attrs, inputs, node.type)
             if isinstance(node.type, TensorType) and (self.fusion == "epilogues" or fused is None):

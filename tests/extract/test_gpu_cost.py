@@ -84,6 +84,16 @@ def test_an_epilogue_is_not_fused_into_an_output_others_read():
     assert read_twice == pytest.approx(once + 2 * relu_alone, rel=1e-3)
 
 
+def test_an_epilogue_reading_its_producer_twice_is_fused():
+    """add(a, a) has one reader of a (an e-graph makes one node of two equal pools, as in NasNet-A's
+    cells): it runs in a's kernel like any epilogue."""
+    gpu = GPU()
+    x, w = Node.var("x", f32(1, 64, 56, 56)), Node.var("w", f32(64, 64, 3, 3))
+    conv = Node.call("relax.nn.conv2d", [x, w], {"padding": (1, 1, 1, 1)})
+    doubled = Graph([x, w], [Node.call("relax.add", [conv, conv])])
+    assert graph_cost(conv_then(), gpu) < graph_cost(doubled, gpu) < graph_cost(conv_then(), gpu) + 0.01 * gpu.device.launch
+
+
 def test_splits_and_views_are_free():
     gpu = GPU()
     assert graph_cost(one_call("relax.split", (64, 3072), indices_or_sections=3, axis=1), gpu) == 0
