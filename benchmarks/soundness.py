@@ -38,11 +38,11 @@ def help_seconds(runs: int = 7) -> tuple[float, float]:
 
 def taso(trials: int, seed: int) -> None:
     """Every distinct TASO rule (one per equation) through the checker; verdicts per file."""
-    from gsl_eq.rules.taso_equations import translation
+    from gsl_eq.rules.taso_equations import HAND_WRITTEN, translation
 
     rows, unsound, seen = [], [], set()
     start = time.perf_counter()
-    for file in ("single_rules.txt", "multi_rules.txt", "converted.txt", "converted_multi.txt"):
+    for file in ("single_rules.txt", "multi_rules.txt", "converted.txt", "converted_multi.txt", *HAND_WRITTEN):
         t = translation(file)
         counts = {v: 0 for v in Verdict}
         untyped = 0
@@ -50,7 +50,7 @@ def taso(trials: int, seed: int) -> None:
             if t.equations[rule.name] in seen:
                 continue
             seen.add(t.equations[rule.name])
-            result = check_rule(rule, trials=trials, seed=seed, tries=max(10 * trials, 30))
+            result = check_rule(rule, trials=trials, seed=seed, tries=max(40 * trials, 150))
             counts[result.verdict] += 1
             untyped += bool(result.untyped)
             if result.verdict is not Verdict.SOUND:
@@ -59,7 +59,8 @@ def taso(trials: int, seed: int) -> None:
         print(rows[-1], flush=True)
     lines = [
         f"`python benchmarks/soundness.py --taso --trials {trials} --seed {seed}` on {machine()}: "
-        f"{time.perf_counter() - start:.0f} s. Each distinct equation once (TASO's list repeats some).",
+        f"{time.perf_counter() - start:.0f} s. Each distinct equation once (TASO's list repeats some), "
+        f"{trials} instances drawn in at most {max(40 * trials, 150)} tries.",
         "",
         table(["file", "parsed", "translated", "distinct checked", *(v.value for v in Verdict),
                "with untyped instances"], rows),

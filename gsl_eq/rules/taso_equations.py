@@ -81,7 +81,8 @@ a transpose of the last two axes, TASO's input classes of one shape where a rule
 channel concat into one grouped conv (its generator verified the equations on one shape per class,
 and two kernels of different output counts would misalign the groups; in an equation of matrices,
 of one matrix shape, the last two axes, so that a stack and a weight may share a class), kernels that
-the right side concatenates or enlarges ungrouped (:func:`_merged_kernels`); elsewhere
+the right side concatenates or enlarges ungrouped (:func:`_merged_kernels`), the operands of the right
+side's concats and element-wise pairs of one dtype; elsewhere
 inputs of one class may differ in shape as TASO's and TENSAT's engines let them (two 1x1 convs of
 one input with 64 and 256 outputs merge), ungrouped kernels, and on the right side
 what its typing needs in TASO (concatenated operands agreeing off the axis, an enlarged kernel no
@@ -287,6 +288,7 @@ class _Side:
             sa, sb = self.shape(a), self.shape(b)
             if not self.broadcast:
                 self._guard(lambda: sa == sb, sa, sb)
+            self._same_dtype(a, b)
             return self._shaped((op.Add if head == "ewadd" else op.Multiply)(a, b), None if self.broadcast else sa)
         if head == "smul":
             a, s = self(args[0], inherited), self(args[1])
@@ -334,8 +336,9 @@ class _Side:
                 self._guard(lambda: cat.axis % a.ndim == (a.ndim + axis if axis < 0 else axis))
                 return cat
             cat = op.Concatenate((a, b), axis=axis)
-            if self.matrices and sa is not None and sb is not None:
-                after = sa[axis + 1:] if axis < -1 else ()
+            self._same_dtype(a, b)
+            if sa is not None and sb is not None:
+                after = sa[axis + 1:] if axis != -1 else ()
                 return self._shaped(cat, sa[:axis] + attr.Tuple(sa[axis] + sb[axis]) + after)
             return cat
         if head == "conv2d":
@@ -414,6 +417,12 @@ class _Side:
             return self._shaped(pat.Const(fill=identity_matrix, n=sizer.shape[-1], dtype=sizer.dtype),
                                 None if known is None else attr.Tuple(known[-1], known[-1]))
         return self._shaped(pat.Const(fill=ones, shape=sizer.shape, dtype=sizer.dtype), known)
+
+    def _same_dtype(self, a: pat.Pattern, b: pat.Pattern) -> None:
+        """A target's binary op of two matched tensors types only if their dtypes agree (the
+        source's were typed by TVM already)."""
+        if not self.source and a in self.matched and b in self.matched:
+            self.where.append(a.dtype == b.dtype)
 
     def _guard(self, build: Callable[[], attr.AttrExpr], *shapes: Any) -> None:
         """Require the expression ``build()`` of every match when the ``shapes`` it reads are known:

@@ -68,7 +68,7 @@ def test_a_sample_of_the_rules_is_sound(translations):
               or len(rule.source.outputs) > 1]
     assert len(sample) >= len(rules_) // SAMPLE_STRIDE
     for name, rule in sample:
-        result = check_rule(rule, trials=1, seed=0, tries=30)
+        result = check_rule(rule, trials=1, seed=0, tries=100)  # some need two images of one shape: 1 draw in 10-40
         if result.verdict is not Verdict.SOUND or result.untyped:
             problems.append(f"{name}: {result.summary()}")
     assert not problems, "\n".join(problems)
