@@ -350,11 +350,11 @@ class _Side:
                 raise Untranslatable("enlarge on the left side")
             if len(args) == 2:  # TENSAT's: to the size of a reference kernel
                 w, reference = args
-                kernel = self(w)
-                kh, kw = self(reference).shape[2], self(reference).shape[3]
+                size = self(reference).shape
+                kh, kw = size[2], size[3]
             else:
                 kh, kw, w = args if len(args) == 3 else (3, 3, args[0])
-                kernel = self(w)
+            kernel = self(w)
             sk = self.shape(kernel)
             self._guard(lambda: (sk[2] <= kh) & (sk[3] <= kw) & ((kh - sk[2]) % 2 == 0) & ((kw - sk[3]) % 2 == 0), sk)
             dh, dw = (kh - kernel.shape[2]) // 2, (kw - kernel.shape[3]) // 2
@@ -476,11 +476,14 @@ def _merged_kernels(terms: tuple[Term, ...], in_kernel: bool = False) -> frozens
     TASO's classes of kernels)."""
     found: set[str] = set()
     for t in terms:
-        if isinstance(t, tuple):
-            if in_kernel and t[0] in ("concat", "enlarge"):
-                found |= {a for a in t[1:] if isinstance(a, str)}
-            found |= _merged_kernels(t[1:6], in_kernel) | _merged_kernels(t[6:], True) if t[0] == "conv2d" \
-                else _merged_kernels(t[1:], in_kernel)
+        if not isinstance(t, tuple):
+            continue
+        if in_kernel and t[0] in ("concat", "enlarge"):
+            found |= {a for a in t[1:] if isinstance(a, str)}
+        if t[0] == "conv2d":  # (conv2d sh sw p act x w): w and what is inside it build a kernel
+            found |= _merged_kernels(t[1:6], in_kernel) | _merged_kernels(t[6:], in_kernel=True)
+        else:
+            found |= _merged_kernels(t[1:], in_kernel)
     return frozenset(found)
 
 
