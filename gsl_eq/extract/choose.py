@@ -35,8 +35,12 @@ def priced(eg: EGraph, snap: Snapshot, model: CostModel, check_builds: bool = Tr
     build wins on cost. In an e-class that folds, the e-nodes that read runtime inputs are
     never chosen, so what is free is really folded. The e-nodes in ``left_out`` (e-class, index)
     cost infinity: no extractor chooses them (the cycle filter's, :mod:`gsl_eq.egraph.cycles`).
+    A model that fuses element-wise calls into the kernel before them (``opens_kernel`` and
+    ``epilogue_saving``, as the gpu model) marks each call's e-node with what it opens and saves
+    (:class:`~gsl_eq.extract.extractors.ENodeCost`), so that extraction prices fusion as it does.
     """
     folds, unbuildable_calls = _folding(eg, snap, check_builds)
+    fuses = callable(getattr(model, "epilogue_saving", None)) and callable(getattr(model, "opens_kernel", None))
     memo: dict[tuple, float] = {}
     out: dict[Hashable, list[ENodeCost]] = {}
     for cls, enodes in snap.classes.items():
@@ -54,8 +58,28 @@ def priced(eg: EGraph, snap: Snapshot, model: CostModel, check_builds: bool = Tr
                     memo[key] = float(model(e.op, dict(eg.attrs[e.attrs]), [eg.types[t] for t in key[2]],
                                             eg.types[key[3]]))
                 cost = memo[key]
+                if fuses:
+                    row.append(_fusing(eg, model, e, key, cost, folds))
+                    continue
             row.append(ENodeCost(cost, tuple(e.children), e.op or e.kind.value))
     return out
+
+
+def _fusing(eg: EGraph, model: Any, e: Any, key: tuple, cost: float, folds: set[Hashable]) -> ENodeCost:
+    """A call's e-node under a model that fuses (``opens_kernel``, ``epilogue_saving``: the gpu
+    model): whether its kernel takes epilogues, and what it saves inside the kernel of each
+    child e-class (a folded child is a parameter: no kernel)."""
+    op, attrs, inputs, output = e.op, dict(eg.attrs[e.attrs]), [eg.types[t] for t in key[2]], eg.types[key[3]]
+    fusible = []
+    if cost < math.inf:
+        for child in dict.fromkeys(e.children):
+            if child not in folds:
+                saving = model.epilogue_saving(op, attrs, inputs, output,
+                                               [k for k, c in enumerate(e.children) if c == child])
+                if saving > 0:
+                    fusible.append((child, min(float(saving), cost)))
+    return ENodeCost(cost, tuple(e.children), op, opens=cost < math.inf and model.opens_kernel(op, output),
+                     fusible=tuple(fusible))
 
 
 def _signature(eg: EGraph, snap: Snapshot, cls: Hashable, e: Any) -> Call | None:

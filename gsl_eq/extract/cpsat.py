@@ -28,6 +28,7 @@ import numpy as np
 
 from ..egraph.cycles import strong_components
 from .extractors import Indexed
+from .fusion import fusion_terms, taken
 from .implied import implied_rows
 
 #: CP-SAT's workers. More than the cores: measured on TENSAT's BERT e-graph (2 cores), 6 workers
@@ -55,7 +56,8 @@ class CpSatProgram:
     Booleans: ``chosen`` per e-node and ``used`` per class (the sum of its e-nodes);
     roots are used; a chosen e-node uses its child classes; in a cyclic part, a chosen
     e-node's class is ordered above its children in that part; what every term of a used
-    class contains is used (:mod:`.implied`). Same interface as the
+    class contains is used (:mod:`.implied`); a cost model's fusion savings as :mod:`.fusion`
+    writes them. Same interface as the
     HiGHS program of :mod:`.ilp`: :meth:`start_from`, :meth:`solve`, :meth:`forbid`,
     :meth:`infeasible`.
     """
@@ -88,8 +90,20 @@ class CpSatProgram:
         for containing, inner in partial:
             model.Add(sum(self.chosen[node] for node in containing) <= self.used[inner])
         self.scale = SCALE / bound if bound > 0 else 1.0
+        self.roots, self.terms = roots, fusion_terms(graph, nodes, roots)
+        self.fused = [model.NewBoolVar(f"f{k}") for k in range(len(self.terms))]
+        per_node: dict[int, list] = {}
+        for term, fused in zip(self.terms, self.fused):
+            per_node.setdefault(term.node, []).append(fused)
+            model.Add(fused <= sum(self.chosen[p] for p in term.producers))
+            for rivals in term.rivals:
+                model.Add(fused + sum(self.chosen[r] for r in rivals) <= 1)
+        for node, fused in per_node.items():
+            model.Add(sum(fused) <= self.chosen[node])
+        # savings rounded up, costs down: the scaled objective stays a lower bound on the real cost
         model.Minimize(sum(math.floor(graph.node_cost[node] * self.scale) * self.chosen[node] for node in nodes
-                           if graph.node_cost[node] > 0))
+                           if graph.node_cost[node] > 0)
+                       - sum(math.ceil(term.saving * self.scale) * fused for term, fused in zip(self.terms, self.fused)))
         self.cyclic_classes = len(order)
         self.cuts = 0  # acyclic by construction: no cycle is ever cut off
         self._infeasible = False
@@ -102,6 +116,8 @@ class CpSatProgram:
             self.model.AddHint(var, node in picked)
         for cls, var in self.used.items():
             self.model.AddHint(var, cls in choice)
+        for var, on in zip(self.fused, taken(self.graph, self.terms, picked, self.roots)):
+            self.model.AddHint(var, on)
 
     def solve(self, deadline: float) -> tuple[dict[int, int] | None, bool, float | None]:
         """(the chosen e-node per used class position, or None; optimality proved; lower bound)."""

@@ -17,6 +17,7 @@ Every extractor returns an acyclic choice and reports its DAG cost
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import gc
 import heapq
@@ -47,15 +48,28 @@ class ENodeCost:
     and a label (its op) for people and for files.
 
     A cost of ``math.inf`` marks an e-node that must never be extracted.
+
+    Fusion, for cost models that price it (the gpu model's epilogues): ``opens`` says the
+    e-node's kernel can take an epilogue; ``fusible`` lists (child e-class, saving): the
+    e-node costs ``saving`` less when it runs inside the kernel of that child's chosen
+    e-node, which it may when that e-node ``opens`` and this e-node is the child's only
+    reader (no other chosen e-node reads it and it is not a root). At most one saving
+    applies per e-node, the largest. :func:`dag_cost` prices a choice so.
     """
 
     cost: float
     children: tuple[Hashable, ...] = ()
     op: str = ""
+    opens: bool = False
+    fusible: tuple[tuple[Hashable, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.cost >= 0:  # also rejects NaN
             raise ValueError(f"an e-node's cost must be >= 0, got {self.cost!r}")
+        for child, saving in self.fusible:
+            if child not in self.children or not 0 <= saving <= self.cost:
+                raise ValueError(f"a fusion saving needs a child e-class and 0 <= saving <= cost ({self.cost!r}), "
+                                 f"got {(child, saving)!r}")
 
 
 ExtractGraph = Mapping[Hashable, Sequence[ENodeCost]]
@@ -124,18 +138,33 @@ def _walk(
     return order, acyclic
 
 
-def _sum_cost(egraph: ExtractGraph, choice: Mapping[Hashable, int], classes: Sequence[Hashable]) -> float:
+def _sum_cost(egraph: ExtractGraph, roots: Sequence[Hashable], choice: Mapping[Hashable, int],
+              classes: Sequence[Hashable]) -> float:
+    """The chosen e-nodes of ``classes`` (the whole chosen graph), each paid once, less the
+    largest fusion saving each one may take (see :class:`ENodeCost`)."""
+    nodes = [egraph[cls][choice[cls]] for cls in classes]
+    costs = [node.cost for node in nodes]
+    if any(node.fusible for node in nodes):
+        readers = collections.Counter(roots)
+        for node in nodes:
+            readers.update(set(node.children))
+        for k, node in enumerate(nodes):
+            savings = [saving for child, saving in node.fusible
+                       if readers[child] == 1 and egraph[child][choice[child]].opens]
+            if savings:
+                costs[k] -= max(savings)
     # fsum is exact before its single rounding: the same e-nodes cost the same in any order
-    return math.fsum(egraph[cls][choice[cls]].cost for cls in classes)
+    return math.fsum(costs)
 
 
 def dag_cost(egraph: ExtractGraph, roots: Sequence[Hashable], choice: Mapping[Hashable, int]) -> float:
-    """The cost of the chosen e-nodes of the e-classes reachable from ``roots``, each paid once.
+    """The cost of the chosen e-nodes of the e-classes reachable from ``roots``, each paid once
+    (less the fusion savings they take, see :class:`ENodeCost`).
 
     Raises ValueError if a reachable e-class has no (valid) chosen e-node.
     """
     order, _ = _walk(egraph, roots, choice)
-    return _sum_cost(egraph, choice, order)
+    return _sum_cost(egraph, roots, choice, order)
 
 
 def is_acyclic(egraph: ExtractGraph, roots: Sequence[Hashable], choice: Mapping[Hashable, int]) -> bool:
@@ -154,7 +183,7 @@ def _extraction(
     if not acyclic:  # a bug: every extractor chooses acyclic terms by construction
         raise ExtractionError(f"the {name} extractor chose a cyclic term")
     return Extraction(
-        {cls: choice[cls] for cls in order}, _sum_cost(egraph, choice, order), name, time.perf_counter() - start,
+        {cls: choice[cls] for cls in order}, _sum_cost(egraph, roots, choice, order), name, time.perf_counter() - start,
         **result,
     )
 
@@ -169,7 +198,9 @@ class Indexed:
     ``node_class[n]``, ``node_index[n]`` (its position in its class), ``node_cost[n]`` and
     ``node_children[n]`` (its distinct child classes, first occurrence order) describe
     e-node ``n``; ``class_nodes[c]`` is the range of class ``c``'s e-nodes and
-    ``parents[c]`` the e-nodes that have ``c`` as a child. Raises ExtractionError for a
+    ``parents[c]`` the e-nodes that have ``c`` as a child. ``opens`` is the set of e-nodes
+    that open a kernel and ``fusible[n]`` e-node ``n``'s (child class, saving) pairs, for
+    the cost models that price fusion (:class:`ENodeCost`). Raises ExtractionError for a
     child e-class that is not in the e-graph.
     """
 
@@ -182,6 +213,8 @@ class Indexed:
         self.node_children: list[tuple[int, ...]] = []
         self.class_nodes: list[range] = []
         self.parents: list[list[int]] = [[] for _ in self.classes]
+        self.opens: set[int] = set()
+        self.fusible: dict[int, tuple[tuple[int, float], ...]] = {}
         position = self.position
         node_class, node_index, node_cost, node_children = (
             self.node_class, self.node_index, self.node_cost, self.node_children)
@@ -193,6 +226,10 @@ class Indexed:
                 except KeyError as missing:
                     raise ExtractionError(f"e-node {index} of e-class {cls!r} has a child e-class "
                                           f"{missing.args[0]!r} that is not in the e-graph") from None
+                if node.opens:
+                    self.opens.add(len(node_cost))
+                if node.fusible:
+                    self.fusible[len(node_cost)] = tuple((position[child], saving) for child, saving in node.fusible)
                 node_children.append(children)
                 node_cost.append(node.cost)
             node_class.extend(itertools.repeat(c, len(nodes)))

@@ -14,16 +14,15 @@ FuseOps see it:
   parts in place, as in TASO;
 - everything computed from the parameters alone was folded before pricing, and costs nothing.
 
-Whole graphs, by :meth:`GPU.graph_cost`, apply these rules. Extraction needs a price per e-node
-that does not depend on which e-nodes feed it, and in an e-graph an element-wise op's input class
-holds its producer and every equal form (a part of a split among them), so a single call
-(:meth:`GPU.__call__`) is priced as a kernel of its own, as in a graph without fusion: extraction
-ranks first the forms with fewer kernels, element-wise ones included (``relu`` inside a merged
-matmul before ``relu`` on each part of its split, where only the first fuses). ``optimize``
-reports costs by :meth:`GPU.graph_cost` and keeps the input when the extracted graph is not
-cheaper by it. (Pricing an element-wise call as an epilogue for extraction chose graphs whose
-element-wise ops read split parts, each really a kernel: on three (64, 1024) x (1024, 1024)
-matmuls with a relu each, a graph dearer than the input.)
+Whole graphs, by :meth:`GPU.graph_cost`, apply these rules, and so does extraction: a call alone
+(:meth:`GPU.__call__`) is priced as a kernel of its own, and each call's e-node also says whether
+its kernel takes epilogues (:meth:`GPU.opens_kernel`) and what it saves inside the kernel of each
+input (:meth:`GPU.epilogue_saving`). The exact extractor chooses forms and fusions together
+(:mod:`gsl_eq.extract.fusion`): an element-wise op costs its kernel or nothing much depending on
+what is chosen below it and on who else reads that, and the extracted graph's cost is its
+:meth:`GPU.graph_cost`. (Pricing each call as a kernel, extraction ranked first the forms with
+fewer element-wise calls even where those calls were free epilogues: on TENSAT's NasRNN and
+NasNet-A it chose dearer graphs.)
 
 Presets (:data:`DEVICES`) describe the devices as measured, not as tuned to make any rewrite pay:
 FP32 throughput a large GEMM reaches (no tensor cores, as TASO's FP32 graphs), the bandwidth a
@@ -37,7 +36,7 @@ streaming copy reaches, and the time a launch of an empty kernel takes from a fr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from ..frontend.spec import OpTrait, ops_with_trait
 from ..graph import Graph, Kind, Node
@@ -85,7 +84,7 @@ FUSIONS = ("epilogues", "activations", "none")
 class GPU:
     """Seconds on a GPU (:data:`DEVICES` by name, V100 by default, or a :class:`Device`), kernels
     priced by their roofline time plus a launch, element-wise epilogues fused, views and splits
-    free; extraction prices each call as a kernel of its own (see the module's docstring).
+    free, in whole graphs and in extraction alike (see the module's docstring).
     ``fusion="activations"`` fuses as TASO does instead: only a relu, sigmoid or tanh right after
     a conv, matmul or pooling (what TASO's model would charge, for comparison), ``fusion="none"``
     nothing (every call a kernel).
@@ -134,10 +133,33 @@ class GPU:
         others = [t for i, t in enumerate(inputs) if i not in fused]
         return op_flops(op, attrs, inputs, output) / d.peak_flops + _nbytes(others) / d.bandwidth
 
-    # --- a whole graph ---------------------------------------------------------------------
+    # --- fusion, for whole graphs and for extraction ------------------------------------------
+    def opens_kernel(self, op: str, output: Type) -> bool:
+        """Whether a call of ``op`` writes a kernel an epilogue can join: any kernel writing a
+        tensor (an epilogue's too: epilogues chain), or under ``fusion="activations"`` a conv,
+        matmul or pooling."""
+        if self.fusion == "none" or op in FREE_OPS or not isinstance(output, TensorType):
+            return False
+        return self.fusion == "epilogues" or op in TASO_ANCHORS
+
+    def epilogue_saving(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type,
+                        fused: Collection[int]) -> float:
+        """Seconds saved when this call runs inside the kernel producing its inputs ``fused`` (the
+        positions reading that one tensor) instead of as a kernel of its own: 0 when it cannot (not
+        an element-wise or broadcast op, that tensor not shaped and typed like its output, or not
+        an activation under ``fusion="activations"``)."""
+        if (self.fusion == "none" or op not in EPILOGUE_OPS or not isinstance(output, TensorType)
+                or self.fusion == "activations" and op not in TASO_ACTIVATIONS):
+            return 0.0
+        if not fused or not all(isinstance(inputs[k], TensorType) and inputs[k].shape == output.shape
+                                and inputs[k].dtype == output.dtype for k in fused):
+            return 0.0
+        return max(0.0, self.kernel_seconds(op, attrs, inputs, output)
+                   - self.epilogue_seconds(op, attrs, inputs, output, fused))
+
     def graph_cost(self, graph: Graph) -> float:
-        """Seconds of ``graph``'s kernels: an epilogue is fused only into a kernel whose output it
-        alone reads (a graph output is read by the caller too)."""
+        """Seconds of ``graph``'s kernels: an epilogue is fused into a kernel whose output it alone
+        reads (a graph output is read by the caller too), the first such input of the call."""
         readers: dict[Node, int] = {}  # distinct readers: add(a, a) is a's one reader
         for node in graph.rpo():
             for i in set(node.inputs):
@@ -150,17 +172,16 @@ class GPU:
             if node.kind is not Kind.CALL or node.op in FREE_OPS:
                 continue
             inputs = [i.type for i in node.inputs]
-            fused = _fusion_input(node.op, inputs, node.type,
-                                  lambda k: node.inputs[k] in kernels and readers[node.inputs[k]] == 1)
-            if self.fusion == "none" or self.fusion == "activations" and fused is not None and not (
-                    node.op in TASO_ACTIVATIONS and node.inputs[fused].op in TASO_ANCHORS):
-                fused = None
-            if fused is not None:
-                total += self.epilogue_seconds(node.op, node.attrs, inputs, node.type,
-                                               [k for k, i in enumerate(node.inputs) if i is node.inputs[fused]])
-            else:
-                total += self.kernel_seconds(node.op, node.attrs, inputs, node.type)
-            if isinstance(node.type, TensorType) and (self.fusion == "epilogues" or fused is None):
+            cost = self.kernel_seconds(node.op, node.attrs, inputs, node.type)
+            for producer in dict.fromkeys(node.inputs):
+                if producer in kernels and readers[producer] == 1:
+                    positions = [k for k, i in enumerate(node.inputs) if i is producer]
+                    saving = self.epilogue_saving(node.op, node.attrs, inputs, node.type, positions)
+                    if saving > 0:
+                        cost -= saving
+                        break
+            total += cost
+            if self.opens_kernel(node.op, node.type):
                 kernels.add(node)
         return total
 
@@ -169,13 +190,3 @@ class GPU:
         return (f"GPU({d.name}: {d.peak_flops:g} FLOP/s, {d.bandwidth:g} B/s, launch {d.launch:g} s"
                 + ("" if self.fusion == "epilogues" else f", fusion={self.fusion!r}") + ")")
 
-
-def _fusion_input(op: str, inputs: Sequence[Type], output: Type, open_kernel: Callable[[int], bool]) -> int | None:
-    """The input of an element-wise or broadcast call whose kernel it can run in: the first shaped
-    and typed like its output that ``open_kernel(index)`` accepts; None for other calls."""
-    if op not in EPILOGUE_OPS or not isinstance(output, TensorType):
-        return None
-    for k, t in enumerate(inputs):
-        if isinstance(t, TensorType) and t.shape == output.shape and t.dtype == output.dtype and open_kernel(k):
-            return k
-    return None

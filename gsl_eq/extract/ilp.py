@@ -53,6 +53,7 @@ from .extractors import (
     Extraction, ExtractGraph, Indexed, _bottom_up, _extraction, _tree_values, _walk, dag_cost, greedy_dag_extract,
     is_acyclic, without_gc,
 )
+from .fusion import fusion_terms, max_saving, taken
 from .implied import contained, implied_rows
 
 __all__ = ["ilp_candidates", "ilp_extract"]
@@ -200,7 +201,8 @@ class _Program:
     through the rows) per e-class. Rows: a class is used iff one of its e-nodes is
     chosen (a root is used); per (parent class, child class) pair, the parent's e-nodes
     that use the child, summed, are at most the child's ``used``; the connectivity row;
-    then the cycle and no-good cuts. Costs are scaled so that the warm start costs 10^4,
+    a ``fused`` column (continuous, integral through its rows) and its rows per fusion
+    term (:mod:`.fusion`); then the cycle and no-good cuts. Costs are scaled so that the warm start costs 10^4,
     well above HiGHS's tolerances.
     """
 
@@ -233,7 +235,9 @@ class _Program:
         rows = np.concatenate([self.class_of, class_rows, n_classes + edge_pair, n_classes + np.arange(n_pairs)])
         cols = np.concatenate([np.arange(n_nodes), n_nodes + class_rows, edge_col_array, n_nodes + self.pairs[:, 1]])
         values = np.concatenate([np.ones(n_nodes), -np.ones(n_classes), np.ones(len(edge_col)), -np.ones(n_pairs)])
-        n_cols, n_rows = n_nodes + n_classes, n_classes + n_pairs
+        self.roots, self.terms = roots, fusion_terms(graph, nodes, roots)
+        self.fused = n_nodes + n_classes  # first "fused" column
+        n_cols, n_rows = n_nodes + n_classes + len(self.terms), n_classes + n_pairs
         matrix = sparse.csc_matrix((values, (rows, cols)), shape=(n_rows, n_cols))
 
         col_lower = np.zeros(n_cols)
@@ -242,14 +246,16 @@ class _Program:
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = n_cols, n_rows
         lp.col_cost_ = np.concatenate([np.asarray([graph.node_cost[node] for node in self.nodes]) * self.scale,
-                                       np.zeros(n_classes)])
+                                       np.zeros(n_classes), [-term.saving * self.scale for term in self.terms]])
+        self.col_cost = np.asarray(lp.col_cost_)
         lp.col_lower_, lp.col_upper_ = col_lower, np.ones(n_cols)
         lp.row_lower_ = np.concatenate([np.zeros(n_classes), np.full(n_pairs, -highspy.kHighsInf)])
         lp.row_upper_ = np.zeros(n_rows)
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
         lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = matrix.indptr, matrix.indices, matrix.data
         lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_cols, n_rows
-        lp.integrality_ = [highspy.HighsVarType.kInteger] * n_nodes + [highspy.HighsVarType.kContinuous] * n_classes
+        lp.integrality_ = ([highspy.HighsVarType.kInteger] * n_nodes + [highspy.HighsVarType.kContinuous] * n_classes
+                           + [highspy.HighsVarType.kInteger] * len(self.terms))
         self.highs = _silent_highs()
         self.highs.setOptionValue("mip_rel_gap", 0.0)
         for key, value in HIGHS_OPTIONS.items():
@@ -261,6 +267,7 @@ class _Program:
         self.cuts = 0
         self._connect(roots)
         self._imply()
+        self._fuse()
 
     def _connect(self, roots: list[int]) -> None:
         """The connectivity row: Σ (children - 1) · chosen ≥ leaves - roots.
@@ -301,6 +308,34 @@ class _Program:
                            np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int32),
                            np.fromiter(itertools.chain.from_iterable(values), dtype=np.float64))
 
+    def _fuse(self) -> None:
+        """The fusion terms' rows (:mod:`.fusion`)."""
+        terms, first = self.terms, self.fused
+        if not terms:
+            return
+        rows: list[list[int]] = []
+        values: list[list[float]] = []
+        uppers: list[float] = []
+        per_node: dict[int, list[int]] = {}
+        for k, term in enumerate(terms):
+            per_node.setdefault(term.node, []).append(first + k)
+            rows.append([first + k, *(self.column[p] for p in term.producers)])
+            values.append([1.0] + [-1.0] * len(term.producers))
+            uppers.append(0.0)
+            for rivals in term.rivals:
+                rows.append([first + k, *(self.column[r] for r in rivals)])
+                values.append([1.0] * (1 + len(rivals)))
+                uppers.append(1.0)
+        for node, cols in per_node.items():
+            rows.append([*cols, self.column[node]])
+            values.append([1.0] * len(cols) + [-1.0])
+            uppers.append(0.0)
+        starts = np.cumsum([0] + [len(row) for row in rows[:-1]]).astype(np.int32)
+        self.highs.addRows(len(rows), np.full(len(rows), -highspy.kHighsInf), np.asarray(uppers),
+                           int(starts[-1]) + len(rows[-1]), starts,
+                           np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int32),
+                           np.fromiter(itertools.chain.from_iterable(values), dtype=np.float64))
+
     def start_from(self, choice: dict[int, int]) -> None:
         """Give HiGHS a feasible solution: class position -> e-node number."""
         column = self.column
@@ -309,6 +344,9 @@ class _Program:
             if node in column:  # pruned e-nodes are never in a choice reachable from the roots
                 values[column[node]] = 1.0
                 values[self.used + self.class_of[column[node]]] = 1.0
+        if self.terms:
+            on = taken(self.graph, self.terms, set(choice.values()), self.roots)
+            values[self.fused: self.fused + len(self.terms)] = np.asarray(on, dtype=float)
         solution = highspy.HighsSolution()
         solution.col_value = list(values)
         solution.value_valid = True
@@ -318,6 +356,12 @@ class _Program:
         """(the chosen e-node per used class position, or None; optimality proved; lower bound, unscaled)."""
         self.highs.setOptionValue("time_limit", max(deadline - time.perf_counter(), 0.0))
         self.highs.run()
+        if self._misreported():
+            # HiGHS 1.16 can map a MIP start through presolve wrongly (seen with fusion rows): it
+            # then reports the optimum's objective with the start's columns. Solved again without it.
+            self.highs.clearSolver()
+            self.highs.setOptionValue("time_limit", max(deadline - time.perf_counter(), 0.0))
+            self.highs.run()
         status = self.highs.getModelStatus()
         info = self.highs.getInfo()
         bound = info.mip_dual_bound / self.scale if math.isfinite(info.mip_dual_bound) else None
@@ -328,6 +372,14 @@ class _Program:
         for col in np.flatnonzero(values > 0.5):
             choice.setdefault(self.graph.node_class[self.nodes[col]], self.nodes[col])
         return choice, status == highspy.HighsModelStatus.kOptimal, bound
+
+    def _misreported(self) -> bool:
+        """Whether HiGHS's solution costs other than the objective it reports."""
+        if self.highs.getInfo().primal_solution_status != 2:
+            return False
+        values = np.asarray(self.highs.getSolution().col_value)
+        actual = float(values[: len(self.col_cost)] @ self.col_cost)
+        return abs(actual - self.highs.getInfo().objective_function_value) > 1e-6 * max(abs(actual), 1e4)
 
     def cut(self, cycles: Sequence[Sequence[int]]) -> None:
         """For each cycle of class positions ``c1 -> ... -> ck`` (``ck -> c1`` implied): at
@@ -390,19 +442,27 @@ def _cyclic(graph: Indexed, nodes: list[int]) -> bool:
 
 def _undominated(graph: Indexed, nodes: list[int]) -> list[int]:
     """Drop an e-node when another, earlier in (cost, number) order, costs no more and uses a
-    subset of its child classes (only identical sets for classes above DOMINANCE_CLASS_LIMIT)."""
+    subset of its child classes (only identical sets for classes above DOMINANCE_CLASS_LIMIT).
+    Under fusion "no more" is against the e-node's cost less its largest saving, and an e-node
+    that opens a kernel is dropped only for another that does too."""
     ranked = sorted(nodes, key=lambda node: graph.node_cost[node])
-    keep: list[tuple[int, frozenset[int]]] = []
-    seen_sets: set[frozenset[int]] = set()
+    keep: dict[frozenset[int], list[int]] = {}
+
+    def dominates(other: int, node: int) -> bool:
+        return (graph.node_cost[other] <= graph.node_cost[node] - max_saving(graph, node)
+                and (other in graph.opens or node not in graph.opens))
+
     for node in ranked:
         children = frozenset(graph.node_children[node])
-        if children in seen_sets:
+        if any(dominates(other, node) for other in keep.get(children, ())):
             continue
-        if len(ranked) <= DOMINANCE_CLASS_LIMIT and any(other <= children for _, other in keep):
+        if len(ranked) <= DOMINANCE_CLASS_LIMIT and any(
+                subset <= children and any(dominates(other, node) for other in others)
+                for subset, others in keep.items()):
             continue
-        seen_sets.add(children)
-        keep.append((node, children))
-    return [node for node, _ in keep]
+        keep.setdefault(children, []).append(node)
+    kept = set(itertools.chain.from_iterable(keep.values()))
+    return [node for node in ranked if node in kept]
 
 
 def _solve(

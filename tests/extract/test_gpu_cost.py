@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gsl_eq import Workload, optimize, rules
+from gsl_eq import Workload, models, optimize, rules
 from gsl_eq.extract import DEVICES, GPU, Device, get_cost_model, graph_cost
 from gsl_eq.graph import Graph, Node, TensorType, to_relax
 
@@ -103,9 +103,55 @@ def test_splits_and_views_are_free():
     assert graph_cost(one_call("relax.permute_dims", (64, 3072), axes=(1, 0)), gpu) > gpu.device.launch
 
 
-def test_extraction_prices_each_call_as_a_kernel():
+def test_extraction_prices_a_call_as_a_kernel_and_its_saving_as_an_epilogue():
     gpu = GPU()
+    t = f32(1, 64, 56, 56)
     assert gpu("relax.nn.relu", {}, [f32(1024)], f32(1024)) == pytest.approx(gpu.device.launch, rel=0.01)
+    # what whole graphs charge: the conv's kernel, plus the relu's kernel less what it saves inside the conv's
+    conv = graph_cost(conv_then(), gpu)
+    saving = gpu.epilogue_saving("relax.nn.relu", {}, [t], t, [0])
+    assert graph_cost(conv_then("relax.nn.relu"), gpu) == pytest.approx(conv + gpu("relax.nn.relu", {}, [t], t) - saving)
+    assert gpu.opens_kernel("relax.nn.conv2d", t) and gpu.opens_kernel("relax.nn.relu", t)  # epilogues chain
+    assert not gpu.opens_kernel("relax.reshape", t) and not gpu.opens_kernel("relax.split", t)
+    # a broadcast input is no kernel to run in; TASO's fusion: only activations, only into convs and the like
+    assert gpu.epilogue_saving("relax.add", {}, [f32(1, 64, 1, 1), t], t, [0]) == 0
+    taso = GPU(fusion="activations")
+    assert taso.epilogue_saving("relax.add", {}, [t, t], t, [0]) == 0 < taso.epilogue_saving("relax.nn.relu", {}, [t], t, [0])
+    assert taso.opens_kernel("relax.nn.conv2d", t) and not taso.opens_kernel("relax.add", t)
+    assert not GPU(fusion="none").opens_kernel("relax.nn.conv2d", t)
+
+
+class PerCall:
+    """The gpu model with every call priced as a kernel in extraction (no fusion terms)."""
+
+    name, unit = "gpu per call", "s"
+
+    def __init__(self):
+        self.gpu = GPU()
+
+    def __call__(self, op, attrs, inputs, output):
+        return self.gpu(op, attrs, inputs, output)
+
+    def graph_cost(self, graph):
+        return self.gpu.graph_cost(graph)
+
+
+def test_extraction_chooses_forms_and_fusions_together_on_nasrnn():
+    """Two NasRNN steps under TASO's rules: extraction that prices epilogues finds a cheaper graph than
+    one pricing each call as a kernel, at the cost the whole-graph model gives it; outputs equal."""
+    wl = models.tensat_nasrnn(steps=2, hidden=64)
+    settings = dict(mode="saturate", node_limit=50_000, iter_limit=15, time_limit=60, multi_iterations=1,
+                    cycles="filter")
+    fused = optimize(wl, rules.tensat(), cost="gpu", **settings)
+    per_call = optimize(wl, rules.tensat(), cost=PerCall(), **settings)
+    report = fused.report
+    assert report.extraction_status == "optimal"
+    assert report.extracted_cost == pytest.approx(report.cost_after)
+    assert report.cost_after == pytest.approx(graph_cost(fused.workload.graph, GPU()))
+    assert report.cost_after < 0.9 * per_call.report.cost_after < 0.9 * report.cost_before
+    inputs = wl.random_inputs(0)
+    for expected, actual in zip(wl(**inputs), fused.workload(**inputs)):
+        np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=1e-4, atol=1e-5)
 
 
 def test_by_name_and_errors():
