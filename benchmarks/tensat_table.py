@@ -126,7 +126,7 @@ def main() -> None:
         "multi-pattern rules in the first iteration only (`multi_iterations=1`), cycle filter, ILP extraction "
         f"({SETTINGS['ilp_time_limit']:g} s), the whole call within {SETTINGS['time_limit']:g} s. Costs in us under "
         "the gpu model (V100 preset: kernels by roofline plus a 5 us launch, element-wise epilogues fused, splits "
-        "and views free). reduction = 1 - after / before; speedup = before / after - 1; TASO fusion = the "
+        "and views free; extraction chooses forms and fusions together). reduction = 1 - after / before; speedup = before / after - 1; TASO fusion = the "
         "speedup of the same two graphs when only activations fuse into convs and matmuls, as in TASO's model. "
         "TENSAT = its paper's speedup (TASO's cost model measured on a V100); MCTS = the follow-up's "
         "(arXiv 2410.05534) re-run of TENSAT / its own best. seconds = saturation + extraction (TENSAT's "
