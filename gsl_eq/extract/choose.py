@@ -59,27 +59,32 @@ def priced(eg: EGraph, snap: Snapshot, model: CostModel, check_builds: bool = Tr
                                             eg.types[key[3]]))
                 cost = memo[key]
                 if fuses:
-                    row.append(_fusing(eg, model, e, key, cost, folds))
+                    row.append(_fusing(eg, model, e, key, cost, folds, memo))
                     continue
             row.append(ENodeCost(cost, tuple(e.children), e.op or e.kind.value))
     return out
 
 
-def _fusing(eg: EGraph, model: Any, e: Any, key: tuple, cost: float, folds: set[Hashable]) -> ENodeCost:
+def _fusing(eg: EGraph, model: Any, e: Any, key: tuple, cost: float, folds: set[Hashable],
+            memo: dict[tuple, Any]) -> ENodeCost:
     """A call's e-node under a model that fuses (``opens_kernel``, ``epilogue_saving``: the gpu
     model): whether its kernel takes epilogues, and what it saves inside the kernel of each
-    child e-class (a folded child is a parameter: no kernel)."""
-    op, attrs, inputs, output = e.op, dict(eg.attrs[e.attrs]), [eg.types[t] for t in key[2]], eg.types[key[3]]
+    child e-class (a folded child is a parameter: no kernel). ``memo``: the model's answers by
+    call signature."""
+    if cost == math.inf:
+        return ENodeCost(cost, tuple(e.children), e.op)
     fusible = []
-    if cost < math.inf:
-        for child in dict.fromkeys(e.children):
-            if child not in folds:
-                saving = model.epilogue_saving(op, attrs, inputs, output,
-                                               [k for k, c in enumerate(e.children) if c == child])
-                if saving > 0:
-                    fusible.append((child, min(float(saving), cost)))
-    return ENodeCost(cost, tuple(e.children), op, opens=cost < math.inf and model.opens_kernel(op, output),
-                     fusible=tuple(fusible))
+    for child in dict.fromkeys(e.children):
+        if child not in folds:
+            positions = tuple(k for k, c in enumerate(e.children) if c == child)
+            if (key, positions) not in memo:
+                memo[key, positions] = min(cost, float(model.epilogue_saving(
+                    e.op, dict(eg.attrs[e.attrs]), [eg.types[t] for t in key[2]], eg.types[key[3]], positions)))
+            if memo[key, positions] > 0:
+                fusible.append((child, memo[key, positions]))
+    if (key, "opens") not in memo:
+        memo[key, "opens"] = bool(model.opens_kernel(e.op, eg.types[key[3]]))
+    return ENodeCost(cost, tuple(e.children), e.op, opens=memo[key, "opens"], fusible=tuple(fusible))
 
 
 def _signature(eg: EGraph, snap: Snapshot, cls: Hashable, e: Any) -> Call | None:

@@ -201,9 +201,9 @@ class _Program:
     through the rows) per e-class. Rows: a class is used iff one of its e-nodes is
     chosen (a root is used); per (parent class, child class) pair, the parent's e-nodes
     that use the child, summed, are at most the child's ``used``; the connectivity row;
-    a ``fused`` column (continuous, integral through its rows) and its rows per fusion
-    term (:mod:`.fusion`); then the cycle and no-good cuts. Costs are scaled so that the warm start costs 10^4,
-    well above HiGHS's tolerances.
+    a binary ``fused`` column and its rows per fusion term (:mod:`.fusion`); then the cycle
+    and no-good cuts. Costs are scaled so that the warm start costs 10^4, well above HiGHS's
+    tolerances.
     """
 
     def __init__(self, graph: Indexed, nodes: list[int], roots: list[int], bound: float):
