@@ -47,15 +47,16 @@ def acyclic(egraph, classes, choice):
         left -= ready
 
 
-def brute_force(egraph, roots):
-    """The least DAG cost over all acyclic choices, or None if there is none."""
+def brute_force(egraph, roots, price=None):
+    """The least DAG cost (or ``price(egraph, roots, choice)``) over all acyclic choices, or None
+    if there is none."""
     classes = list(egraph)
     best = None
     for combo in itertools.product(*(range(len(egraph[c])) for c in classes)):
         choice = dict(zip(classes, combo))
         used = reachable(egraph, roots, choice)
         if acyclic(egraph, used, choice):
-            cost = sum(egraph[c][choice[c]].cost for c in used)
+            cost = price(egraph, roots, choice) if price else sum(egraph[c][choice[c]].cost for c in used)
             best = cost if best is None else min(best, cost)
     return best
 

@@ -3,15 +3,13 @@ extractor's cost and chosen optimally by both exact solvers, checked against bru
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
 from gsl_eq.extract import ENodeCost as N
 from gsl_eq.extract import dag_cost, greedy_dag_extract, ilp_extract
 
-from .test_extractors import acyclic, reachable
+from .test_extractors import brute_force, reachable
 
 
 def fused_price(egraph, roots, choice):
@@ -28,16 +26,6 @@ def fused_price(egraph, roots, choice):
         savings = [s for child, s in node.fusible if readers[child] == 1 and egraph[child][choice[child]].opens]
         total += node.cost - max(savings, default=0.0)
     return total
-
-
-def brute_force(egraph, roots):
-    classes, best = list(egraph), None
-    for combo in itertools.product(*(range(len(egraph[c])) for c in classes)):
-        choice = dict(zip(classes, combo))
-        if acyclic(egraph, reachable(egraph, roots, choice), choice):
-            cost = fused_price(egraph, roots, choice)
-            best = cost if best is None else min(best, cost)
-    return best
 
 
 def random_fusing_egraph(seed: int):
@@ -63,7 +51,7 @@ def random_fusing_egraph(seed: int):
 @pytest.mark.parametrize("seed", range(80))
 def test_random_fusing_egraphs_against_brute_force(seed):
     egraph, roots = random_fusing_egraph(seed)
-    optimum = brute_force(egraph, roots)
+    optimum = brute_force(egraph, roots, fused_price)
     if optimum is None:
         return
     greedy = greedy_dag_extract(egraph, roots)
@@ -85,6 +73,7 @@ def test_a_fused_epilogue_decides_the_choice():
         ilp = ilp_extract(FUSING, ["R"], solver=solver)
         assert ilp.choice["A"] == 0 and ilp.cost == 11.0
     assert dag_cost(FUSING, ["R"], {"R": 0, "A": 1, "X": 0}) == 14.0
+    assert ilp_extract(FUSING, ["R"]).solver == "cp-sat"  # auto: CP-SAT where e-nodes may fuse
 
 
 def test_no_fusion_into_a_tensor_another_reads_or_the_caller_does():
