@@ -159,7 +159,8 @@ class GPU:
 
     def graph_cost(self, graph: Graph) -> float:
         """Seconds of ``graph``'s kernels: an epilogue is fused into a kernel whose output it alone
-        reads (a graph output is read by the caller too), the first such input of the call."""
+        reads (a graph output is read by the caller too), into the input where it saves most (as
+        extraction prices it: :func:`~gsl_eq.extract.dag_cost`)."""
         readers: dict[Node, int] = {}  # distinct readers: add(a, a) is a's one reader
         for node in graph.rpo():
             for i in set(node.inputs):
@@ -172,15 +173,10 @@ class GPU:
             if node.kind is not Kind.CALL or node.op in FREE_OPS:
                 continue
             inputs = [i.type for i in node.inputs]
-            cost = self.kernel_seconds(node.op, node.attrs, inputs, node.type)
-            for producer in dict.fromkeys(node.inputs):
-                if producer in kernels and readers[producer] == 1:
-                    positions = [k for k, i in enumerate(node.inputs) if i is producer]
-                    saving = self.epilogue_saving(node.op, node.attrs, inputs, node.type, positions)
-                    if saving > 0:
-                        cost -= saving
-                        break
-            total += cost
+            savings = [self.epilogue_saving(node.op, node.attrs, inputs, node.type,
+                                            [k for k, i in enumerate(node.inputs) if i is producer])
+                       for producer in dict.fromkeys(node.inputs) if producer in kernels and readers[producer] == 1]
+            total += self.kernel_seconds(node.op, node.attrs, inputs, node.type) - max(savings, default=0.0)
             if self.opens_kernel(node.op, node.type):
                 kernels.add(node)
         return total
