@@ -22,6 +22,7 @@ from ..graph import Graph, Kind, Node
 from .buildable import Call, unbuildable
 from .cost import CostModel
 from .extractors import ENodeCost, ExtractGraph, ExtractionError
+from .fusion import call_fusion, fuses
 
 
 def priced(eg: EGraph, snap: Snapshot, model: CostModel, check_builds: bool = True,
@@ -35,12 +36,12 @@ def priced(eg: EGraph, snap: Snapshot, model: CostModel, check_builds: bool = Tr
     build wins on cost. In an e-class that folds, the e-nodes that read runtime inputs are
     never chosen, so what is free is really folded. The e-nodes in ``left_out`` (e-class, index)
     cost infinity: no extractor chooses them (the cycle filter's, :mod:`gsl_eq.egraph.cycles`).
-    A model that fuses element-wise calls into the kernel before them (``opens_kernel`` and
-    ``epilogue_saving``, as the gpu model) marks each call's e-node with what it opens and saves
+    A model that fuses element-wise calls with the kernels around them (:func:`~.fusion.fuses`,
+    as the gpu model) marks each call's e-node with what it opens and saves
     (:class:`~gsl_eq.extract.extractors.ENodeCost`), so that extraction prices fusion as it does.
     """
     folds, unbuildable_calls = _folding(eg, snap, check_builds)
-    fuses = callable(getattr(model, "epilogue_saving", None)) and callable(getattr(model, "opens_kernel", None))
+    fusing = fuses(model)
     memo: dict[tuple, float] = {}
     out: dict[Hashable, list[ENodeCost]] = {}
     for cls, enodes in snap.classes.items():
@@ -58,7 +59,7 @@ def priced(eg: EGraph, snap: Snapshot, model: CostModel, check_builds: bool = Tr
                     memo[key] = float(model(e.op, dict(eg.attrs[e.attrs]), [eg.types[t] for t in key[2]],
                                             eg.types[key[3]]))
                 cost = memo[key]
-                if fuses:
+                if fusing:
                     row.append(_fusing(eg, model, e, key, cost, folds, memo))
                     continue
             row.append(ENodeCost(cost, tuple(e.children), e.op or e.kind.value))
@@ -67,24 +68,20 @@ def priced(eg: EGraph, snap: Snapshot, model: CostModel, check_builds: bool = Tr
 
 def _fusing(eg: EGraph, model: Any, e: Any, key: tuple, cost: float, folds: set[Hashable],
             memo: dict[tuple, Any]) -> ENodeCost:
-    """A call's e-node under a model that fuses (``opens_kernel``, ``epilogue_saving``: the gpu
-    model): whether its kernel takes epilogues, and what it saves inside the kernel of each
-    child e-class (a folded child is a parameter: no kernel). ``memo``: the model's answers by
+    """A call's e-node under a model that fuses (:func:`~.fusion.fuses`: the gpu model): whether
+    its kernel takes epilogues, what it saves inside the kernel of each child e-class (a folded
+    child is a parameter: no kernel) and inside its reader's. ``memo``: the model's answers by
     call signature."""
     if cost == math.inf:
         return ENodeCost(cost, tuple(e.children), e.op)
-    fusible = []
-    for child in dict.fromkeys(e.children):
-        if child not in folds:
-            positions = tuple(k for k, c in enumerate(e.children) if c == child)
-            if (key, positions) not in memo:
-                memo[key, positions] = min(cost, float(model.epilogue_saving(
-                    e.op, dict(eg.attrs[e.attrs]), [eg.types[t] for t in key[2]], eg.types[key[3]], positions)))
-            if memo[key, positions] > 0:
-                fusible.append((child, memo[key, positions]))
-    if (key, "opens") not in memo:
-        memo[key, "opens"] = bool(model.opens_kernel(e.op, eg.types[key[3]]))
-    return ENodeCost(cost, tuple(e.children), e.op, opens=memo[key, "opens"], fusible=tuple(fusible))
+    children = [child for child in dict.fromkeys(e.children) if child not in folds]
+    groups = tuple(tuple(k for k, c in enumerate(e.children) if c == child) for child in children)
+    if (key, groups) not in memo:
+        memo[key, groups] = call_fusion(model, e.op, dict(eg.attrs[e.attrs]), [eg.types[t] for t in key[2]],
+                                        eg.types[key[3]], groups, cost)
+    opens, savings, prologue = memo[key, groups]
+    fusible = tuple((child, saving) for child, saving in zip(children, savings) if saving > 0)
+    return ENodeCost(cost, tuple(e.children), e.op, opens=opens, fusible=fusible, prologue=prologue)
 
 
 def _signature(eg: EGraph, snap: Snapshot, cls: Hashable, e: Any) -> Call | None:

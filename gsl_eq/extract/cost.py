@@ -35,15 +35,17 @@ import tvm
 from tvm import relax
 
 from ..disk_cache import JsonCache, default_cache_dir
-from ..graph import Graph, Kind
+from ..graph import Graph, Kind, Node
 from ..graph.ops import make_call
 from ..graph.relax_bridge import function_of
 from ..graph.types import TensorType, TupleType, Type
+from .extractors import ENodeCost, dag_cost
+from .fusion import call_fusion, fuses
 from .work import _tensors, op_bytes, op_flops
 
 __all__ = [
     "COST_MODELS", "CostModel", "Measured", "OpCount", "Roofline",
-    "display_unit", "get_cost_model", "graph_cost", "op_bytes", "op_flops", "speedup",
+    "display_unit", "fused_graph_cost", "get_cost_model", "graph_cost", "op_bytes", "op_flops", "speedup",
 ]
 
 
@@ -63,19 +65,42 @@ class CostModel(Protocol):
 
 
 def graph_cost(graph: Graph, model: CostModel | str) -> float:
-    """The sum of ``model`` over every op call of ``graph`` (other nodes cost nothing), or
+    """The sum of ``model`` over every op call of ``graph`` (other nodes cost nothing);
     ``model.graph_cost(graph)`` when the model prices whole graphs (``"tvm"``: by the kernels
-    TVM fuses them into).
+    TVM fuses them into); for a model that prices fusion (:func:`~.fusion.fuses`, ``"gpu"``),
+    :func:`fused_graph_cost`.
 
     ``model`` is a cost model or a name accepted by :func:`get_cost_model`.
     """
     model = get_cost_model(model)
     if callable(getattr(model, "graph_cost", None)):
         return float(model.graph_cost(graph))
+    if fuses(model):
+        return fused_graph_cost(graph, model)
     return float(sum(
         model(node.op, node.attrs, [i.type for i in node.inputs], node.type)
         for node in graph.rpo() if node.kind is Kind.CALL
     ))
+
+
+def fused_graph_cost(graph: Graph, model: CostModel) -> float:
+    """``graph`` under a model that prices fusion, as extraction prices a chosen graph: each
+    node an e-class of one e-node (:func:`~.fusion.call_fusion`), the fusions that save most
+    taken (:func:`~.extractors.dag_cost`)."""
+    egraph: dict[Node, list[ENodeCost]] = {}
+    for node in graph.rpo():
+        children = tuple(node.inputs)
+        if node.kind is not Kind.CALL:
+            egraph[node] = [ENodeCost(0.0, children)]
+            continue
+        inputs = [i.type for i in children]
+        cost = float(model(node.op, node.attrs, inputs, node.type))
+        distinct = list(dict.fromkeys(children))
+        groups = tuple(tuple(k for k, i in enumerate(children) if i is child) for child in distinct)
+        opens, savings, prologue = call_fusion(model, node.op, node.attrs, inputs, node.type, groups, cost)
+        fusible = tuple((child, saving) for child, saving in zip(distinct, savings) if saving > 0)
+        egraph[node] = [ENodeCost(cost, children, node.op, opens, fusible, prologue)]
+    return dag_cost(egraph, list(graph.outputs), dict.fromkeys(egraph, 0))
 
 
 # --------------------------------------------------------------------------- OpCount

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..egraph.cycles import strong_components
 from .extractors import Indexed
-from .fusion import fusion_terms, taken
+from .fusion import fusion_rows, fusion_terms, taken
 from .implied import implied_rows
 
 #: CP-SAT's workers. More than the cores: measured on TENSAT's BERT e-graph (2 cores), 6 workers
@@ -92,14 +92,9 @@ class CpSatProgram:
         self.scale = SCALE / bound if bound > 0 else 1.0
         self.roots, self.terms = roots, fusion_terms(graph, nodes, roots)
         self.fused = [model.NewBoolVar(f"f{k}") for k in range(len(self.terms))]
-        per_node: dict[int, list] = {}
-        for term, fused in zip(self.terms, self.fused):
-            per_node.setdefault(term.node, []).append(fused)
-            model.Add(fused <= sum(self.chosen[p] for p in term.producers))
-            for rivals in term.rivals:
-                model.Add(fused + sum(self.chosen[r] for r in rivals) <= 1)
-        for node, fused in per_node.items():
-            model.Add(sum(fused) <= self.chosen[node])
+        for row in fusion_rows(self.terms):
+            model.Add(sum(int(c) * self.fused[k] for k, c in row.terms) + sum(int(c) * self.chosen[n] for n, c in row.nodes)
+                      <= int(row.upper))
         # savings rounded up, costs down: the scaled objective stays a lower bound on the real cost
         model.Minimize(sum(math.floor(graph.node_cost[node] * self.scale) * self.chosen[node] for node in nodes
                            if graph.node_cost[node] > 0)
@@ -116,7 +111,7 @@ class CpSatProgram:
             self.model.AddHint(var, node in picked)
         for cls, var in self.used.items():
             self.model.AddHint(var, cls in choice)
-        for var, on in zip(self.fused, taken(self.graph, self.terms, picked, self.roots)):
+        for var, on in zip(self.fused, taken(self.graph, self.terms, choice, self.roots)):
             self.model.AddHint(var, on)
 
     def solve(self, deadline: float) -> tuple[dict[int, int] | None, bool, float | None]:

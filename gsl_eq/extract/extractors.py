@@ -17,7 +17,6 @@ Every extractor returns an acyclic choice and reports its DAG cost
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import gc
 import heapq
@@ -31,6 +30,7 @@ from typing import Any
 import immutables
 
 from ..errors import GslEqError
+from .fusion import plan
 
 __all__ = [
     "ENodeCost", "ExtractGraph", "Extraction", "ExtractionError",
@@ -49,12 +49,14 @@ class ENodeCost:
 
     A cost of ``math.inf`` marks an e-node that must never be extracted.
 
-    Fusion, for cost models that price it (the gpu model's epilogues): ``opens`` says the
-    e-node's kernel can take an epilogue; ``fusible`` lists (child e-class, saving): the
-    e-node costs ``saving`` less when it runs inside the kernel of that child's chosen
-    e-node, which it may when that e-node ``opens`` and this e-node is the child's only
-    reader (no other chosen e-node reads it and it is not a root). At most one saving
-    applies per e-node, the largest. :func:`dag_cost` prices a choice so.
+    Fusion, for cost models that price it (the gpu model's kernels, :mod:`.fusion`): ``opens``
+    says the e-node's kernel can take an epilogue; ``fusible`` lists (child e-class, saving): the
+    e-node costs ``saving`` less when it runs inside the kernel of that child's chosen e-node,
+    which it may when that e-node ``opens`` and this e-node is the child's only reader (no other
+    chosen e-node reads it and it is not a root), one such saving per e-node. ``prologue``: the
+    e-node costs that much less when it runs inside the kernel of its only reader instead, a
+    reader listing its class as ``fusible``, and then takes no epilogue itself.
+    :func:`dag_cost` prices a choice with the fusions that save most.
     """
 
     cost: float
@@ -62,10 +64,13 @@ class ENodeCost:
     op: str = ""
     opens: bool = False
     fusible: tuple[tuple[Hashable, float], ...] = ()
+    prologue: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.cost >= 0:  # also rejects NaN
             raise ValueError(f"an e-node's cost must be >= 0, got {self.cost!r}")
+        if not 0 <= self.prologue <= self.cost:
+            raise ValueError(f"a prologue saving needs 0 <= saving <= cost ({self.cost!r}), got {self.prologue!r}")
         for child, saving in self.fusible:
             if child not in self.children or not 0 <= saving <= self.cost:
                 raise ValueError(f"a fusion saving needs a child e-class and 0 <= saving <= cost ({self.cost!r}), "
@@ -140,21 +145,14 @@ def _walk(
 
 def _sum_cost(egraph: ExtractGraph, roots: Sequence[Hashable], choice: Mapping[Hashable, int],
               classes: Sequence[Hashable]) -> float:
-    """The chosen e-nodes of ``classes`` (the whole chosen graph), each paid once, less the
-    largest fusion saving each one may take (see :class:`ENodeCost`)."""
+    """The chosen e-nodes of ``classes`` (the whole chosen graph, children first), each paid
+    once, less the fusion savings that save most (:func:`.fusion.plan`)."""
     nodes = [egraph[cls][choice[cls]] for cls in classes]
-    costs = [node.cost for node in nodes]
-    if any(node.fusible for node in nodes):
-        readers = collections.Counter(roots)
-        for node in nodes:
-            readers.update(set(node.children))
-        for k, node in enumerate(nodes):
-            savings = [saving for child, saving in node.fusible
-                       if readers[child] == 1 and egraph[child][choice[child]].opens]
-            if savings:
-                costs[k] -= max(savings)
     # fsum is exact before its single rounding: the same e-nodes cost the same in any order
-    return math.fsum(costs)
+    total = math.fsum(node.cost for node in nodes)
+    if any(node.fusible for node in nodes):
+        total -= plan(classes, lambda cls: egraph[cls][choice[cls]], roots).saving
+    return total
 
 
 def dag_cost(egraph: ExtractGraph, roots: Sequence[Hashable], choice: Mapping[Hashable, int]) -> float:
@@ -199,8 +197,8 @@ class Indexed:
     ``node_children[n]`` (its distinct child classes, first occurrence order) describe
     e-node ``n``; ``class_nodes[c]`` is the range of class ``c``'s e-nodes and
     ``parents[c]`` the e-nodes that have ``c`` as a child. ``opens`` is the set of e-nodes
-    that open a kernel and ``fusible[n]`` e-node ``n``'s (child class, saving) pairs, for
-    the cost models that price fusion (:class:`ENodeCost`). Raises ExtractionError for a
+    that open a kernel, ``fusible[n]`` e-node ``n``'s (child class, saving) pairs and
+    ``prologue[n]`` its prologue saving, for the cost models that price fusion (:class:`ENodeCost`). Raises ExtractionError for a
     child e-class that is not in the e-graph.
     """
 
@@ -215,6 +213,7 @@ class Indexed:
         self.parents: list[list[int]] = [[] for _ in self.classes]
         self.opens: set[int] = set()
         self.fusible: dict[int, tuple[tuple[int, float], ...]] = {}
+        self.prologue: dict[int, float] = {}
         position = self.position
         node_class, node_index, node_cost, node_children = (
             self.node_class, self.node_index, self.node_cost, self.node_children)
@@ -230,6 +229,8 @@ class Indexed:
                     self.opens.add(len(node_cost))
                 if node.fusible:
                     self.fusible[len(node_cost)] = tuple((position[child], saving) for child, saving in node.fusible)
+                if node.prologue:
+                    self.prologue[len(node_cost)] = node.prologue
                 node_children.append(children)
                 node_cost.append(node.cost)
             node_class.extend(itertools.repeat(c, len(nodes)))

@@ -1,37 +1,63 @@
-"""Fusion in the exact extractor's programs: an e-node that runs inside its child's kernel.
+"""Fusion: e-nodes that share a kernel, priced exactly on a chosen graph and in the exact programs.
 
-Under a cost model that fuses (the gpu model's epilogues, :class:`~.extractors.ENodeCost`'s
-``opens`` and ``fusible``), what a chosen e-node costs depends on the others: a relu costs
-a kernel of its own unless the e-node chosen for its input opens a kernel and the relu is
-that input's only reader. Both programs (:mod:`.ilp`, :mod:`.cpsat`) price this exactly
-with one variable per :class:`FusionTerm`, ``fused``, whose rows say:
+Under a cost model that fuses (the gpu model, :class:`~.extractors.ENodeCost`'s ``opens``,
+``fusible`` and ``prologue``), what a chosen e-node costs depends on the others. Two ways of
+sharing a kernel, as TVM's FuseOps groups element-wise ops:
 
-- ``fused <= chosen(e-node)``, summed over the e-node's terms: at most one saving each;
-- ``fused <= sum of chosen(producers)``: the input's chosen e-node opens a kernel;
-- ``fused + sum of chosen(rivals in one e-class) <= 1``, per e-class of other readers: no
-  other chosen e-node reads the input (the e-nodes of one e-class exclude each other, so
-  one row per e-class is as tight as one per e-node, and fewer);
+- an *epilogue*: an e-node runs inside the kernel of a child whose chosen e-node ``opens``
+  one (a relu after a conv), saving its ``fusible`` saving for that child; at most one per
+  e-node. A child's e-node with a prologue saving (an element-wise op) hosts an epilogue only
+  when it is an epilogue itself (a chain after a conv): otherwise it is the reader that hosts it,
+  as a prologue, so that each fusion has one way of being taken;
+- a *prologue*: a child's chosen e-node with a ``prologue`` saving (an element-wise op reading
+  tensors from memory) runs inside the kernel of its reader, which lists that child as
+  ``fusible``; the child then takes no epilogue itself, so that a kernel never holds two
+  anchors (two matmuls stay two kernels); a reader takes any number of prologues.
 
-and its objective coefficient is minus the saving. An input that is a root (the caller reads
-it) gets no term.
+Either needs the child to have one reader: no other chosen e-node reads it and it is not a
+root. Epilogue and prologue of one (reader, child) pair exclude each other. On a chosen graph
+the single-reader edges form a forest, and :func:`plan` finds the largest total saving on it
+by dynamic programming (:func:`~.extractors.dag_cost` prices so). Both exact programs
+(:mod:`.ilp`, :mod:`.cpsat`) carry one binary ``fused`` per :class:`FusionTerm`, with the
+objective coefficient minus its saving, and the rows :func:`fusion_rows` writes.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .extractors import Indexed
+if TYPE_CHECKING:
+    from .extractors import Indexed
 
 
 @dataclass(frozen=True)
 class FusionTerm:
-    """E-node ``node`` saves ``saving`` when fused into the kernel of its child class ``child``."""
+    """E-node ``node`` and its child class ``child`` share a kernel, saving ``saving``.
+
+    An epilogue (``inlined`` False): ``node`` runs in the kernel of the child's chosen e-node,
+    one of ``producers`` (the child class's kept e-nodes that open a kernel and have no prologue
+    saving) or of ``chained`` (those that have one: they host it only as epilogues themselves).
+    A prologue (``inlined`` True): ``producers`` is the one child e-node that runs inside
+    ``node``'s kernel. ``rivals``: the child's other kept readers, grouped by e-class."""
 
     node: int
     child: int
     saving: float
-    producers: tuple[int, ...]  # the child class's kept e-nodes that open a kernel
-    rivals: tuple[tuple[int, ...], ...]  # the child's other kept readers, grouped by e-class
+    producers: tuple[int, ...]
+    rivals: tuple[tuple[int, ...], ...]
+    inlined: bool = False
+    chained: tuple[int, ...] = ()
+
+
+class FusionRow(NamedTuple):
+    """``sum(c * fused[k] for k, c in terms) + sum(c * chosen[n] for n, c in nodes) <= upper``."""
+
+    terms: tuple[tuple[int, float], ...]
+    nodes: tuple[tuple[int, float], ...]
+    upper: float
 
 
 def fusion_terms(graph: Indexed, nodes: list[int], roots: list[int]) -> list[FusionTerm]:
@@ -45,34 +71,177 @@ def fusion_terms(graph: Indexed, nodes: list[int], roots: list[int]) -> list[Fus
         for child, saving in graph.fusible.get(node, ()):
             if saving <= 0 or child in root_set:
                 continue
-            producers = tuple(n for n in graph.class_nodes[child] if n in kept and n in graph.opens)
-            if not producers:
-                continue
             own = graph.node_class[node]
             by_class: dict[int, list[int]] = {}
             for reader in graph.parents[child]:
                 if reader in kept and graph.node_class[reader] != own:
                     by_class.setdefault(graph.node_class[reader], []).append(reader)
-            terms.append(FusionTerm(node, child, saving, producers, tuple(tuple(r) for r in by_class.values())))
+            rivals = tuple(tuple(r) for r in by_class.values())
+            members = [n for n in graph.class_nodes[child] if n in kept]
+            producers = tuple(n for n in members if n in graph.opens and n not in graph.prologue)
+            chained = tuple(n for n in members if n in graph.opens and n in graph.prologue)
+            if producers or chained:
+                terms.append(FusionTerm(node, child, saving, producers, rivals, chained=chained))
+            for inner in members:
+                if graph.prologue.get(inner, 0.0) > 0:
+                    terms.append(FusionTerm(node, child, graph.prologue[inner], (inner,), rivals, inlined=True))
     return terms
 
 
-def max_saving(graph: Indexed, node: int) -> float:
-    """The largest saving e-node ``node`` may take: its cost can be that much lower."""
-    return max((saving for _, saving in graph.fusible.get(node, ())), default=0.0)
+def fusion_rows(terms: Sequence[FusionTerm]) -> list[FusionRow]:
+    """The rows that make the terms' ``fused`` binaries mean what they say:
 
-
-def taken(graph: Indexed, terms: list[FusionTerm], chosen: set[int], roots: list[int]) -> list[bool]:
-    """Per term, whether a solution choosing the e-nodes ``chosen`` (one per used e-class) takes
-    it: the largest valid saving of each e-node, as :func:`~.extractors.dag_cost` prices it."""
-    readers: dict[int, int] = dict.fromkeys(roots, 1)
-    for node in chosen:
-        for child in graph.node_children[node]:
-            readers[child] = readers.get(child, 0) + 1
-    best: dict[int, int] = {}
+    - a term needs its producer chosen (an epilogue: one of them, or a chained one taking an
+      epilogue itself), and no rival reader;
+    - an e-node takes at most one epilogue, and a prologue only when chosen itself;
+    - an inlined e-node takes no epilogue; a (reader, child) pair fuses one way at most."""
+    rows: list[FusionRow] = []
+    epilogues: dict[int, list[int]] = {}  # e-node -> its epilogue terms
+    pairs: dict[tuple[int, int], list[int]] = {}  # (e-node, child) -> its terms
     for k, term in enumerate(terms):
-        if (term.node in chosen and readers.get(term.child) == 1 and any(p in chosen for p in term.producers)
-                and (term.node not in best or terms[best[term.node]].saving < term.saving)):
-            best[term.node] = k
-    on = set(best.values())
-    return [k in on for k in range(len(terms))]
+        if not term.inlined:
+            epilogues.setdefault(term.node, []).append(k)
+        pairs.setdefault((term.node, term.child), []).append(k)
+    for k, term in enumerate(terms):
+        hosts = tuple((j, -1.0) for p in term.chained for j in epilogues.get(p, ()))
+        rows.append(FusionRow(((k, 1.0), *hosts), tuple((p, -1.0) for p in term.producers), 0.0))
+        rows.extend(FusionRow(((k, 1.0),), tuple((r, 1.0) for r in rivals), 1.0) for rivals in term.rivals)
+        if term.inlined:
+            rows.append(FusionRow(((k, 1.0),), ((term.node, -1.0),), 0.0))
+            if epilogues.get(term.producers[0]):
+                rows.append(FusionRow(((k, 1.0), *((j, 1.0) for j in epilogues[term.producers[0]])), (), 1.0))
+    for node, ks in epilogues.items():
+        rows.append(FusionRow(tuple((k, 1.0) for k in ks), ((node, -1.0),), 0.0))
+    rows.extend(FusionRow(tuple((k, 1.0) for k in ks), (), 1.0) for ks in pairs.values() if len(ks) > 1)
+    return rows
+
+
+def max_saving(graph: Indexed, node: int) -> float:
+    """The most choosing e-node ``node`` may save in a solution: its largest epilogue or its
+    prologue, and the largest prologue of each child it may take in."""
+    own = max((saving for _, saving in graph.fusible.get(node, ())), default=0.0)
+    taken_in = sum(max((graph.prologue.get(n, 0.0) for n in graph.class_nodes[child]), default=0.0)
+                   for child, saving in graph.fusible.get(node, ()) if saving > 0)
+    return max(own, graph.prologue.get(node, 0.0)) + taken_in
+
+
+class Plan(NamedTuple):
+    """The fusions of a chosen graph: the total saving, each reader's epilogue child and the
+    (reader, child) prologues."""
+
+    saving: float
+    epilogue: dict[Hashable, Hashable]
+    inlined: set[tuple[Hashable, Hashable]]
+
+
+class Fusing(NamedTuple):
+    """What :func:`plan` needs of a chosen e-node (an :class:`~.extractors.ENodeCost` has it)."""
+
+    children: tuple[Hashable, ...]
+    opens: bool
+    prologue: float
+    fusible: tuple[tuple[Hashable, float], ...]
+
+
+def plan(order: Sequence[Hashable], chosen: Callable[[Hashable], Any], roots: Sequence[Hashable]) -> Plan:
+    """The fusions that save most on the chosen graph of the classes ``order`` (children before
+    parents), ``chosen(cls)`` giving each class's e-node (children, opens, prologue, fusible).
+
+    A class read once, not by the caller, hangs under its reader: these edges form a forest.
+    Per class, the best saving of its subtree when its e-node takes no epilogue (``free``) and
+    when it takes one (``took``); a child adds the best of: on its own, in its reader's kernel
+    as a prologue (from ``free``), or hosting its reader's epilogue (one child per reader; an
+    element-wise child from ``took``)."""
+    readers: dict[Hashable, int] = dict.fromkeys(roots, 1)
+    for cls in order:
+        for child in set(chosen(cls).children):
+            readers[child] = readers.get(child, 0) + 1
+    free: dict[Hashable, float] = {}
+    took: dict[Hashable, float] = {}
+    host: dict[Hashable, Hashable] = {}
+    attached: set[Hashable] = set()
+    for cls in order:
+        node = chosen(cls)
+        fusible = {child: saving for child, saving in node.fusible if saving > 0}
+        base, gain = 0.0, -math.inf
+        for child in dict.fromkeys(node.children):
+            if readers[child] != 1:
+                continue
+            attached.add(child)
+            alone = max(free[child], took[child])
+            inner = chosen(child).prologue
+            keep = max(alone, free[child] + inner) if child in fusible and inner > 0 else alone
+            base += keep
+            hosting = took[child] if inner > 0 else alone  # an element-wise child hosts only as an epilogue
+            if child in fusible and chosen(child).opens and hosting + fusible[child] - keep > gain:
+                gain, host[cls] = hosting + fusible[child] - keep, child
+        free[cls], took[cls] = base, base + gain
+    state = {cls: took[cls] > free[cls] for cls in order if cls not in attached}
+    saving = math.fsum(max(free[cls], took[cls]) for cls in state)
+    epilogue: dict[Hashable, Hashable] = {}
+    inlined: set[tuple[Hashable, Hashable]] = set()
+    for cls in reversed(order):
+        node = chosen(cls)
+        fusible = {child: s for child, s in node.fusible if s > 0}
+        for child in dict.fromkeys(node.children):
+            if readers[child] != 1:
+                continue
+            if state[cls] and host.get(cls) == child:
+                epilogue[cls] = child
+                state[child] = took[child] > free[child] or chosen(child).prologue > 0
+                continue
+            inner = chosen(child).prologue
+            if child in fusible and inner > 0 and free[child] + inner > max(free[child], took[child]):
+                inlined.add((cls, child))
+                state[child] = False
+            else:
+                state[child] = took[child] > free[child]
+    return Plan(saving, epilogue, inlined)
+
+
+def taken(graph: Indexed, terms: list[FusionTerm], choice: Mapping[int, int], roots: list[int]) -> list[bool]:
+    """Per term, whether a solution choosing ``choice`` (class position -> e-node number)
+    takes it, as :func:`plan` (and :func:`~.extractors.dag_cost`) prices that solution."""
+    order: list[int] = []
+    seen: set[int] = set()
+    for root in roots:
+        stack = [(root, iter(graph.node_children[choice[root]]))] if root not in seen else []
+        seen.add(root)
+        while stack:
+            cls, children = stack[-1]
+            child = next((c for c in children if c not in seen), None)
+            if child is None:
+                stack.pop()
+                order.append(cls)
+            else:
+                seen.add(child)
+                stack.append((child, iter(graph.node_children[choice[child]])))
+
+    def view(cls: int) -> Fusing:
+        node = choice[cls]
+        return Fusing(graph.node_children[node], node in graph.opens, graph.prologue.get(node, 0.0),
+                      graph.fusible.get(node, ()))
+
+    fused = plan(order, view, roots)
+    on = {(choice[reader], child, False) for reader, child in fused.epilogue.items()}
+    on |= {(choice[reader], child, True) for reader, child in fused.inlined}
+    return [(t.node, t.child, t.inlined) in on and (t.producers[0] == choice[t.child] if t.inlined
+                                                    else choice[t.child] in t.producers + t.chained) for t in terms]
+
+
+def fuses(model: Any) -> bool:
+    """Whether a cost model prices fusion: it says which calls open a kernel (``opens_kernel``)
+    and what a call saves inside the kernel of an input (``epilogue_saving``); a
+    ``prologue_saving`` (what a call saves inside its reader's kernel) is optional."""
+    return callable(getattr(model, "epilogue_saving", None)) and callable(getattr(model, "opens_kernel", None))
+
+
+def call_fusion(model: Any, op: str, attrs: Mapping[str, Any], inputs: Sequence[Any], output: Any,
+                groups: Sequence[tuple[int, ...]], cost: float) -> tuple[bool, tuple[float, ...], float]:
+    """What a fusing ``model`` says of one call costing ``cost``: whether its kernel opens to
+    epilogues, its saving inside the kernel of each input tensor (``groups``: the positions
+    reading one tensor each), and its prologue saving; savings capped at ``cost``."""
+    savings = tuple(min(cost, float(model.epilogue_saving(op, attrs, inputs, output, group))) for group in groups)
+    prologue = getattr(model, "prologue_saving", None)
+    inside = min(cost, float(prologue(op, attrs, inputs, output))) if callable(prologue) else 0.0
+    return bool(model.opens_kernel(op, output)), savings, max(inside, 0.0)

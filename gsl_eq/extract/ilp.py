@@ -53,7 +53,7 @@ from .extractors import (
     Extraction, ExtractGraph, Indexed, _bottom_up, _extraction, _tree_values, _walk, dag_cost, greedy_dag_extract,
     is_acyclic, without_gc,
 )
-from .fusion import fusion_terms, max_saving, taken
+from .fusion import fusion_rows, fusion_terms, max_saving, taken
 from .implied import contained, implied_rows
 
 __all__ = ["ilp_candidates", "ilp_extract"]
@@ -313,31 +313,16 @@ class _Program:
                            np.fromiter(itertools.chain.from_iterable(values), dtype=np.float64))
 
     def _fuse(self) -> None:
-        """The fusion terms' rows (:mod:`.fusion`)."""
-        terms, first = self.terms, self.fused
-        if not terms:
+        """The fusion terms' rows (:func:`.fusion.fusion_rows`)."""
+        rows = fusion_rows(self.terms)
+        if not rows:
             return
-        rows: list[list[int]] = []
-        values: list[list[float]] = []
-        uppers: list[float] = []
-        per_node: dict[int, list[int]] = {}
-        for k, term in enumerate(terms):
-            per_node.setdefault(term.node, []).append(first + k)
-            rows.append([first + k, *(self.column[p] for p in term.producers)])
-            values.append([1.0] + [-1.0] * len(term.producers))
-            uppers.append(0.0)
-            for rivals in term.rivals:
-                rows.append([first + k, *(self.column[r] for r in rivals)])
-                values.append([1.0] * (1 + len(rivals)))
-                uppers.append(1.0)
-        for node, cols in per_node.items():
-            rows.append([*cols, self.column[node]])
-            values.append([1.0] * len(cols) + [-1.0])
-            uppers.append(0.0)
-        starts = np.cumsum([0] + [len(row) for row in rows[:-1]]).astype(np.int32)
-        self.highs.addRows(len(rows), np.full(len(rows), -highspy.kHighsInf), np.asarray(uppers),
-                           int(starts[-1]) + len(rows[-1]), starts,
-                           np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int32),
+        columns = [[self.fused + k for k, _ in row.terms] + [self.column[n] for n, _ in row.nodes] for row in rows]
+        values = [[c for _, c in row.terms] + [c for _, c in row.nodes] for row in rows]
+        starts = np.cumsum([0] + [len(c) for c in columns[:-1]]).astype(np.int32)
+        self.highs.addRows(len(rows), np.full(len(rows), -highspy.kHighsInf), np.asarray([row.upper for row in rows]),
+                           int(starts[-1]) + len(columns[-1]), starts,
+                           np.fromiter(itertools.chain.from_iterable(columns), dtype=np.int32),
                            np.fromiter(itertools.chain.from_iterable(values), dtype=np.float64))
 
     def start_from(self, choice: dict[int, int]) -> None:
@@ -349,7 +334,7 @@ class _Program:
                 values[column[node]] = 1.0
                 values[self.used + self.class_of[column[node]]] = 1.0
         if self.terms:
-            on = taken(self.graph, self.terms, set(choice.values()), self.roots)
+            on = taken(self.graph, self.terms, choice, self.roots)
             values[self.fused: self.fused + len(self.terms)] = np.asarray(on, dtype=float)
         solution = highspy.HighsSolution()
         solution.col_value = list(values)
@@ -447,8 +432,9 @@ def _cyclic(graph: Indexed, nodes: list[int]) -> bool:
 def _undominated(graph: Indexed, nodes: list[int]) -> list[int]:
     """Drop an e-node when another, earlier in (cost, number) order, costs no more and uses a
     subset of its child classes (only identical sets for classes above DOMINANCE_CLASS_LIMIT).
-    Under fusion "no more" is against the e-node's cost less its largest saving, and an e-node
-    that opens a kernel is dropped only for another that does too."""
+    Under fusion "no more" is against the e-node's cost less the most it may save
+    (:func:`.fusion.max_saving`), and an e-node that opens a kernel is dropped only for another
+    that does too."""
     ranked = sorted(nodes, key=lambda node: graph.node_cost[node])
     keep: dict[frozenset[int], list[int]] = {}
 
