@@ -10,6 +10,10 @@ FuseOps see it:
   before it, when that output has no other reader, is an *epilogue*: it runs inside that kernel
   (TASO's fused activation, FuseOps' fusion), adding its FLOPs and the bytes of its other inputs,
   but neither a launch nor a round trip of the tensor through memory;
+- an element-wise op that does not take an epilogue (it reads tensors from memory: parts of a
+  split, a tensor read twice) is a *prologue* of its one element-wise reader: it runs inside that
+  reader's kernel, so a tree of element-wise ops is one kernel, as FuseOps builds it; a kernel
+  holds one conv or matmul at most (two matmuls feeding an add stay two kernels, as in FuseOps);
 - views (reshape, squeeze, expand_dims, flatten) and splits are free: their readers read the
   parts in place, as in TASO;
 - everything computed from the parameters alone was folded before pricing, and costs nothing.
@@ -17,7 +21,7 @@ FuseOps see it:
 Whole graphs, by :meth:`GPU.graph_cost`, apply these rules, and so does extraction: a call alone
 (:meth:`GPU.__call__`) is priced as a kernel of its own, and each call's e-node also says whether
 its kernel takes epilogues (:meth:`GPU.opens_kernel`) and what it saves inside the kernel of each
-input (:meth:`GPU.epilogue_saving`). The exact extractor chooses forms and fusions together
+input (:meth:`GPU.epilogue_saving`) and inside its reader's (:meth:`GPU.prologue_saving`). The exact extractor chooses forms and fusions together
 (:mod:`gsl_eq.extract.fusion`): an element-wise op costs its kernel or nothing much depending on
 what is chosen below it and on who else reads that, and the extracted graph's cost is its
 :meth:`GPU.graph_cost`. (Pricing each call as a kernel, extraction ranked first the forms with
@@ -157,29 +161,24 @@ class GPU:
         return max(0.0, self.kernel_seconds(op, attrs, inputs, output)
                    - self.epilogue_seconds(op, attrs, inputs, output, fused))
 
+    def prologue_saving(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type) -> float:
+        """Seconds saved when this call runs inside the kernel of its one reader (an element-wise
+        op reading its output in place) instead of as a kernel of its own: its launch and the
+        round trip of its output; 0 unless an element-wise or broadcast op under ``fusion="epilogues"``.
+        (TVM's FuseOps fuses a tree of element-wise ops into one kernel; a tree with a conv or
+        matmul in it takes this one anchor only: an op fused so takes no epilogue itself.)"""
+        if self.fusion != "epilogues" or op not in EPILOGUE_OPS or not isinstance(output, TensorType):
+            return 0.0
+        return max(0.0, self.kernel_seconds(op, attrs, inputs, output)
+                   - self.epilogue_seconds(op, attrs, inputs, output, ()))
+
     def graph_cost(self, graph: Graph) -> float:
-        """Seconds of ``graph``'s kernels: an epilogue is fused into a kernel whose output it alone
-        reads (a graph output is read by the caller too), into the input where it saves most (as
-        extraction prices it: :func:`~gsl_eq.extract.dag_cost`)."""
-        readers: dict[Node, int] = {}  # distinct readers: add(a, a) is a's one reader
-        for node in graph.rpo():
-            for i in set(node.inputs):
-                readers[i] = readers.get(i, 0) + 1
-        for out in graph.outputs:
-            readers[out] = readers.get(out, 0) + 1
-        kernels: set[Node] = set()  # calls whose output a kernel writes, open to an epilogue
-        total = 0.0
-        for node in graph.rpo():
-            if node.kind is not Kind.CALL or node.op in FREE_OPS:
-                continue
-            inputs = [i.type for i in node.inputs]
-            savings = [self.epilogue_saving(node.op, node.attrs, inputs, node.type,
-                                            [k for k, i in enumerate(node.inputs) if i is producer])
-                       for producer in dict.fromkeys(node.inputs) if producer in kernels and readers[producer] == 1]
-            total += self.kernel_seconds(node.op, node.attrs, inputs, node.type) - max(savings, default=0.0)
-            if self.opens_kernel(node.op, node.type):
-                kernels.add(node)
-        return total
+        """Seconds of ``graph``'s kernels, fused as extraction prices a chosen graph
+        (:func:`~gsl_eq.extract.cost.fused_graph_cost`): an element-wise op joins the kernel of an
+        input it alone reads (a graph output is read by the caller too), or its reader's."""
+        from .cost import fused_graph_cost
+
+        return fused_graph_cost(graph, self)
 
     def __repr__(self) -> str:
         d = self.device

@@ -148,7 +148,9 @@ def test_extraction_chooses_forms_and_fusions_together_on_nasrnn():
     assert report.extraction_status == "optimal"
     assert report.extracted_cost == pytest.approx(report.cost_after)
     assert report.cost_after == pytest.approx(graph_cost(fused.workload.graph, GPU()))
-    assert report.cost_after < 0.9 * per_call.report.cost_after < 0.9 * report.cost_before
+    # Both graphs are priced by the whole-graph model, prologues included, so the per-call choice
+    # keeps some of fusion's saving: the fused choice is 7 % cheaper (65.5 against 70.5 us).
+    assert report.cost_after < 0.95 * per_call.report.cost_after < 0.9 * report.cost_before
     inputs = wl.random_inputs(0)
     for expected, actual in zip(wl(**inputs), fused.workload(**inputs)):
         np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=1e-4, atol=1e-5)
@@ -195,3 +197,32 @@ def test_tasos_fusion_fuses_activations_into_convs_only():
     assert graph_cost(conv_then("relax.nn.relu"), unfused) > conv + unfused.device.launch
     with pytest.raises(ValueError, match="unknown fusion 'some'"):
         GPU(fusion="some")
+
+
+def fuse_ops_kernels(wl: Workload) -> int:
+    """Kernels TVM launches for ``wl`` after FuseOps, not counting splits and views (TASO's offsets)."""
+    import re
+
+    import tvm
+    from tvm import relax
+
+    passes = tvm.transform.Sequential([relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
+                                       relax.transform.FuseOps(), relax.transform.FuseTIR()])
+    callees = re.findall(r"R\.call_tir\((\w+),", passes(wl.mod)["main"].script())
+    free = {"split", "reshape", "squeeze", "expand_dims", "flatten"}
+    return sum(re.sub(r"\d+$", "", name) not in free for name in callees)
+
+
+@pytest.mark.parametrize("model, kwargs", [("tensat_nasrnn", dict(steps=2, hidden=64)),
+                                           ("nasnet_a", dict(image_size=32, cells=1, filters=8))])
+def test_kernels_are_those_tvm_fuse_ops_builds(model, kwargs):
+    """With launches alone priced, the model counts the kernels FuseOps builds, before and after TASO's
+    rules (merged matmuls with their parts read by element-wise trees; a tree of element-wise ops is one
+    kernel, two matmuls feeding an add are two)."""
+    count = GPU(Device("launches", peak_flops=1e30, bandwidth=1e30, launch=1.0))
+    wl = getattr(models, model)(**kwargs)
+    optimized = optimize(wl, rules.tensat(), mode="saturate", cost="gpu", node_limit=5_000, iter_limit=2,
+                         time_limit=10, multi_iterations=1, cycles="filter").workload
+    assert optimized.graph.op_counts() != wl.graph.op_counts()
+    for w in (wl.fold_params(), optimized.fold_params()):
+        assert round(graph_cost(w.graph, count), 6) == fuse_ops_kernels(w)
