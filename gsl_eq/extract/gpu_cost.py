@@ -18,15 +18,16 @@ FuseOps see it:
   parts in place, as in TASO;
 - everything computed from the parameters alone was folded before pricing, and costs nothing.
 
-Whole graphs, by :meth:`GPU.graph_cost`, apply these rules, and so does extraction: a call alone
-(:meth:`GPU.__call__`) is priced as a kernel of its own, and each call's e-node also says whether
-its kernel takes epilogues (:meth:`GPU.opens_kernel`) and what it saves inside the kernel of each
-input (:meth:`GPU.epilogue_saving`) and inside its reader's (:meth:`GPU.prologue_saving`). The exact extractor chooses forms and fusions together
+Whole graphs, by :func:`~gsl_eq.extract.cost.graph_cost`, apply these rules, and so does
+extraction: a call alone (:meth:`GPU.__call__`) is priced as a kernel of its own, and each call's
+e-node also says whether its kernel takes epilogues (:meth:`GPU.opens_kernel`), what it saves
+inside the kernel of each input (:meth:`GPU.epilogue_saving`) and inside its reader's
+(:meth:`GPU.prologue_saving`). The exact extractor chooses forms and fusions together
 (:mod:`gsl_eq.extract.fusion`): an element-wise op costs its kernel or nothing much depending on
-what is chosen below it and on who else reads that, and the extracted graph's cost is its
-:meth:`GPU.graph_cost`. (Pricing each call as a kernel, extraction ranked first the forms with
-fewer element-wise calls even where those calls were free epilogues: on TENSAT's NasRNN and
-NasNet-A it chose dearer graphs.)
+what is chosen below it and on who else reads that, and the extracted graph costs what
+:func:`~gsl_eq.extract.cost.graph_cost` charges it. (Pricing each call as a kernel, extraction
+ranked first the forms with fewer element-wise calls even where those calls were free
+epilogues: on TENSAT's NasRNN and NasNet-A it chose dearer graphs.)
 
 Presets (:data:`DEVICES`) describe the devices as measured, not as tuned to make any rewrite pay:
 FP32 throughput a large GEMM reaches (no tensor cores, as TASO's FP32 graphs), the bandwidth a
@@ -43,7 +44,6 @@ from dataclasses import dataclass
 from typing import Any, Collection, Mapping, Sequence
 
 from ..frontend.spec import OpTrait, ops_with_trait
-from ..graph import Graph, Kind, Node
 from ..graph.types import TensorType, Type
 from .work import _nbytes, op_bytes, op_flops
 
@@ -171,14 +171,6 @@ class GPU:
             return 0.0
         return max(0.0, self.kernel_seconds(op, attrs, inputs, output)
                    - self.epilogue_seconds(op, attrs, inputs, output, ()))
-
-    def graph_cost(self, graph: Graph) -> float:
-        """Seconds of ``graph``'s kernels, fused as extraction prices a chosen graph
-        (:func:`~gsl_eq.extract.cost.fused_graph_cost`): an element-wise op joins the kernel of an
-        input it alone reads (a graph output is read by the caller too), or its reader's."""
-        from .cost import fused_graph_cost
-
-        return fused_graph_cost(graph, self)
 
     def __repr__(self) -> str:
         d = self.device

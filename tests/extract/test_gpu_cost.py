@@ -133,7 +133,7 @@ class PerCall:
         return self.gpu(op, attrs, inputs, output)
 
     def graph_cost(self, graph):
-        return self.gpu.graph_cost(graph)
+        return graph_cost(graph, self.gpu)
 
 
 def test_extraction_chooses_forms_and_fusions_together_on_nasrnn():
