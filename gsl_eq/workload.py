@@ -27,6 +27,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from . import cpu_build
 from .errors import WorkloadError
 from .graph import Graph, Kind, Node, TensorType, from_relax, to_relax
 
@@ -163,15 +164,16 @@ class Workload:
 
     def build(self, target: str | dict = "llvm", schedules: "ScheduleDatabase | None" = None) -> "Workload":
         """Compile the module with TVM for ``target`` (CPU; a name or a JSON dict as TVM takes them,
-        ``{"kind": "llvm", "opt-level": 0}``); returns self for chaining. With a
-        :class:`~gsl_eq.schedule_db.ScheduleDatabase`, every kernel is scheduled as it says
-        (its own target then applies).
+        ``{"kind": "llvm", "opt-level": 0}``); returns self for chaining. Without a schedule database,
+        TVM's default pipeline builds it with reductions' loops reordered for the cache
+        (:mod:`gsl_eq.cpu_build`). With a :class:`~gsl_eq.schedule_db.ScheduleDatabase`, every kernel
+        is scheduled as it says (its own target then applies).
 
         Raises WorkloadError, naming TVM's reason, when TVM cannot compile the module
         (see :attr:`unfolded` and :func:`gsl_eq.rules.legalize`).
         """
         try:
-            executable = relax.build(self._mod, target=tvm.target.Target(target)) if schedules is None \
+            executable = cpu_build.build(self._mod, tvm.target.Target(target)) if schedules is None \
                 else schedules.build(self._mod)
         except Exception as error:  # noqa: BLE001 - TVM raises several kinds; the cause is chained
             reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)

@@ -1,0 +1,49 @@
+"""The default CPU build: TVM's pipeline with reduction loops moved inside, outputs bitwise TVM's."""
+
+import numpy as np
+import pytest
+import tvm
+from tvm import relax
+
+from gsl_eq import Workload, models
+from gsl_eq.cpu_build import build, reductions_inside
+from gsl_eq.models.blocks import var
+
+
+def outputs(executable: relax.VMExecutable, wl: Workload, inputs: dict) -> list[np.ndarray]:
+    vm = relax.VirtualMachine(executable, tvm.cpu())
+    args = [tvm.runtime.tensor(np.asarray(inputs[n] if n in inputs else wl.params[n], dtype=v.type.dtype))
+            for n, v in ((v.name, v) for v in wl.graph.inputs)]
+    out = vm["main"](*args)
+    return [out.numpy()] if hasattr(out, "numpy") else [o.numpy() for o in out]
+
+
+@pytest.mark.parametrize("model, kwargs", [("transformer_encoder_layer", {}), ("resnet_bottleneck", {}),
+                                           ("tensat_nasrnn", dict(steps=1, hidden=64))])
+def test_outputs_are_bitwise_those_of_tvms_default_build(model, kwargs):
+    """Matmuls, convs, softmax, layer norm, pooling: each output sums its terms in TVM's order."""
+    wl = getattr(models, model)(**kwargs)
+    inputs = wl.random_inputs(0)
+    target = tvm.target.Target("llvm")
+    ours = outputs(build(wl.mod, target), wl, inputs)
+    tvms = outputs(relax.build(wl.mod, target=target), wl, inputs)
+    assert len(ours) == len(tvms)
+    for a, b in zip(ours, tvms):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_matmuls_reduction_runs_inside_its_rows():
+    """The inner loop of a legalized matmul walks its output's row, not the right operand's column."""
+    wl = Workload.from_expr(relax.op.matmul(var("x", 64, 32), var("w", 32, 48)), {"x"})
+    mod = relax.transform.LegalizeOps()(wl.mod)
+    before = [f for f in mod.functions.values() if not isinstance(f, relax.Function)][0].script()
+    after = [f for f in reductions_inside(mod).functions.values() if not isinstance(f, relax.Function)][0].script()
+
+    def loop_order(script: str) -> list[str]:
+        (line,) = [line for line in script.splitlines() if "T.grid(" in line]
+        return line.split("for ", 1)[1].split(" in ", 1)[0].replace(" ", "").split(",")
+
+    assert loop_order(before) == ["i0", "i1", "k"]   # TVM's: the right operand walked down a column
+    assert loop_order(after) == ["i0", "k", "i1"]
+    xs = np.random.default_rng(1).standard_normal((64, 32)).astype("float32")
+    np.testing.assert_allclose(wl(x=xs), xs @ wl.params["w"], rtol=1e-5, atol=1e-5)
