@@ -15,6 +15,8 @@ Tuned schedules remain :class:`~gsl_eq.schedule_db.ScheduleDatabase`'s work.
 
 from __future__ import annotations
 
+from typing import Any
+
 import tvm
 from tvm import relax
 from tvm.relax.backend.cpu_generic import pipeline as cpu
@@ -32,22 +34,26 @@ def reductions_inside(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm
     for gvar, func in list(mod.functions.items()):
         if isinstance(func, relax.Function):
             continue
-        schedule = Schedule(tvm.IRModule({"main": func}))
-        for block in schedule.get_child_blocks(schedule.get_sblock("root")):
-            kinds = [v.iter_type for v in schedule.get(block).iter_vars]
-            loops = schedule.get_loops(block)
-            if _REDUCE not in kinds or len(loops) != len(kinds) or set(kinds) - {_SPATIAL, _REDUCE}:
-                continue  # not a perfect nest of one loop per axis: left as TVM wrote it
-            spatial = [loop for loop, kind in zip(loops, kinds) if kind == _SPATIAL]
-            reduce = [loop for loop, kind in zip(loops, kinds) if kind == _REDUCE]
-            if len(spatial) < 1 or loops[-len(reduce) - 1:-len(reduce)] != spatial[-1:]:
-                continue  # no spatial loop, or the reductions do not come last
-            try:
-                schedule.reorder(*spatial[:-1], *reduce, spatial[-1])
-            except tvm.TVMError:  # an order TVM refuses: the nest stays as it was
-                continue
-        mod[gvar] = schedule.mod["main"].with_attrs(func.attrs) if func.attrs else schedule.mod["main"]
+        try:
+            scheduled = _reductions_inside(Schedule(tvm.IRModule({"main": func})))
+        except Exception:  # noqa: BLE001 - a function TVM cannot schedule (no root block, ...) stays as written
+            continue
+        mod[gvar] = scheduled.with_attrs(func.attrs) if func.attrs else scheduled
     return mod
+
+
+def _reductions_inside(schedule: Any) -> Any:
+    """The scheduled function of :func:`reductions_inside`; raises where TVM refuses a step."""
+    for block in schedule.get_child_blocks(schedule.get_sblock("root")):
+        kinds = [v.iter_type for v in schedule.get(block).iter_vars]
+        loops = schedule.get_loops(block)
+        if _REDUCE not in kinds or len(loops) != len(kinds) or set(kinds) - {_SPATIAL, _REDUCE}:
+            continue  # not a perfect nest of one loop per axis: left as TVM wrote it
+        spatial = [loop for loop, kind in zip(loops, kinds) if kind == _SPATIAL]
+        reduce = [loop for loop, kind in zip(loops, kinds) if kind == _REDUCE]
+        if spatial and loops[-len(reduce) - 1:-len(reduce)] == spatial[-1:]:  # the reductions come last
+            schedule.reorder(*spatial[:-1], *reduce, spatial[-1])
+    return schedule.mod["main"]
 
 
 def build(mod: tvm.IRModule, target: tvm.target.Target) -> relax.VMExecutable:

@@ -47,3 +47,10 @@ def test_a_matmuls_reduction_runs_inside_its_rows():
     assert loop_order(after) == ["i0", "k", "i1"]
     xs = np.random.default_rng(1).standard_normal((64, 32)).astype("float32")
     np.testing.assert_allclose(wl(x=xs), xs @ wl.params["w"], rtol=1e-5, atol=1e-5)
+
+
+def test_a_kernel_tvm_cannot_schedule_is_built_as_written():
+    """TVM's cumsum is hand-written TIR with no root block: it stays as it is, and runs."""
+    wl = Workload.from_expr(relax.op.cumsum(var("x", 3, 6, dtype="int32"), axis=1), {"x"})
+    xs = np.arange(18, dtype="int32").reshape(3, 6)
+    np.testing.assert_array_equal(wl(x=xs), np.cumsum(xs, axis=1))
