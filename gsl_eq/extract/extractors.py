@@ -31,6 +31,7 @@ import immutables
 
 from ..errors import GslEqError
 from .fusion import plan
+from .walk import postorder
 
 __all__ = [
     "ENodeCost", "ExtractGraph", "Extraction", "ExtractionError",
@@ -119,28 +120,8 @@ def _walk(
     egraph: ExtractGraph, roots: Sequence[Hashable], choice: Mapping[Hashable, int]
 ) -> tuple[list[Hashable], bool]:
     """The e-classes reachable from ``roots`` through chosen e-nodes, children before
-    parents, and whether this chosen graph is acyclic (iterative depth-first search)."""
-    finished: dict[Hashable, bool] = {}  # False while the class is on the search stack
-    order: list[Hashable] = []
-    acyclic = True
-    for root in roots:
-        if root in finished:
-            continue
-        finished[root] = False
-        stack = [(root, iter(_chosen(egraph, choice, root).children))]
-        while stack:
-            cls, children = stack[-1]
-            for child in children:
-                if child not in finished:
-                    finished[child] = False
-                    stack.append((child, iter(_chosen(egraph, choice, child).children)))
-                    break
-                acyclic = acyclic and finished[child]
-            else:
-                stack.pop()
-                finished[cls] = True
-                order.append(cls)
-    return order, acyclic
+    parents, and whether this chosen graph is acyclic."""
+    return postorder(roots, lambda cls: _chosen(egraph, choice, cls).children)
 
 
 def _sum_cost(egraph: ExtractGraph, roots: Sequence[Hashable], choice: Mapping[Hashable, int],

@@ -29,6 +29,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .walk import postorder
+
 if TYPE_CHECKING:
     from .extractors import Indexed
 
@@ -202,20 +204,7 @@ def plan(order: Sequence[Hashable], chosen: Callable[[Hashable], Any], roots: Se
 def taken(graph: Indexed, terms: list[FusionTerm], choice: Mapping[int, int], roots: list[int]) -> list[bool]:
     """Per term, whether a solution choosing ``choice`` (class position -> e-node number)
     takes it, as :func:`plan` (and :func:`~.extractors.dag_cost`) prices that solution."""
-    order: list[int] = []
-    seen: set[int] = set()
-    for root in roots:
-        stack = [(root, iter(graph.node_children[choice[root]]))] if root not in seen else []
-        seen.add(root)
-        while stack:
-            cls, children = stack[-1]
-            child = next((c for c in children if c not in seen), None)
-            if child is None:
-                stack.pop()
-                order.append(cls)
-            else:
-                seen.add(child)
-                stack.append((child, iter(graph.node_children[choice[child]])))
+    order, _ = postorder(roots, lambda cls: graph.node_children[choice[cls]])
 
     def view(cls: int) -> Fusing:
         node = choice[cls]

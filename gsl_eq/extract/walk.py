@@ -1,0 +1,33 @@
+"""The one walk of a chosen graph: its classes children first, and whether it has a cycle."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Sequence
+
+
+def postorder(roots: Sequence[Hashable], children: Callable[[Hashable], Iterable[Hashable]]
+              ) -> tuple[list[Hashable], bool]:
+    """The classes reachable from ``roots`` through ``children(cls)`` (the chosen e-node's
+    child classes), children before parents, and whether they form no cycle (iterative
+    depth-first search)."""
+    finished: dict[Hashable, bool] = {}  # False while the class is on the search stack
+    order: list[Hashable] = []
+    acyclic = True
+    for root in roots:
+        if root in finished:
+            continue
+        finished[root] = False
+        stack = [(root, iter(children(root)))]
+        while stack:
+            cls, below = stack[-1]
+            for child in below:
+                if child not in finished:
+                    finished[child] = False
+                    stack.append((child, iter(children(child))))
+                    break
+                acyclic = acyclic and finished[child]
+            else:
+                stack.pop()
+                finished[cls] = True
+                order.append(cls)
+    return order, acyclic
