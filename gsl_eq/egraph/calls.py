@@ -68,11 +68,12 @@ class EngineCalls:
         self._last_time[kind] = took
         return counts.add(out)
 
-    def _in_buckets(self, buckets: Iterable[int], counts: Counts, ruleset: str, rows: int = 0) -> dict[str, int]:
-        """Run ``ruleset`` (rules reading ``Open``) with ``buckets`` open; returns its matches per egglog rule."""
+    def _in_buckets(self, buckets: Iterable[int], counts: Counts, rulesets: list[str], rows: int = 0) -> dict[str, int]:
+        """Run ``rulesets`` (rules reading ``Open``) with ``buckets`` open, one egglog call; returns
+        their matches per egglog rule."""
         self.egraph.egg.run_program(*(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, "Open", [int_literal(b)])))
                                       for b in buckets))
-        matches = self._run(counts, [ruleset], rows)
+        matches = self._run(counts, rulesets, rows)
         self.egraph.run("(run close 1)")
         return matches
 

@@ -53,7 +53,7 @@ key) and accepts it into ``Pair``; rows wait in buckets until the runner opens
 them (*activate*), and *pair* joins the active rows of every part under the
 accepted combinations into the worklist. Pairing is semi-naive, so each
 combination of rows is formed once, and the runner opens only as many buckets as
-its budget of new pairs allows (:meth:`~.runner.Runner._pair`).
+its budget of new pairs allows (:meth:`~.runner.Runner._pair_all`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ combinations of its parts' matches, which grow with the square of them. They are
 formed in the first ``pair_iterations`` iterations only (TENSAT's ``iter_multi``), at
 loaded nodes neither of which reads the other (a pair where one does makes a cycle:
 ``Apart``), at most about the rule's limit of new pairs per iteration
-(:meth:`Pairing._pair`).
+(:meth:`Pairing._pair_all`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ class Pairing:
     """The :class:`~.runner.Runner`'s pairing of disconnected parts: reads ``egraph``, ``graph``,
     ``handles``, ``queries``, ``scheduler``, ``backlog`` and ``pair_iterations``."""
 
-    def _pair(self, k: int, counts: Counts) -> int:
-        """Pair the matches of rule ``k``'s disconnected parts; returns the combinations formed.
+    def _pair_all(self, paired: list[int], counts: Counts) -> dict[int, int]:
+        """Pair the matches of the disconnected parts of each rule in ``paired``; returns the
+        combinations formed per rule.
 
         A part's new matches wait in buckets. Making ``r`` rows of part ``c`` active
         forms ``r`` x (active rows of the other parts) new combinations, so the parts
@@ -38,10 +39,48 @@ class Pairing:
         while another part has no active row (nothing pairs yet).
         Rows whose e-classes merge later pair again, as egglog matches anew what a
         merge changes; those pairs build what exists and add no e-node.
+
+        egglog calls cost more than small rules do, so the rules whose budget admits every
+        pending row (most, on small graphs) are paired together: every bucket opened once for
+        all of their parts, which is what the rounds would do one rule at a time.
         """
+        if not paired:
+            return {}
         eg = self.egraph
         eg.number()
-        self._run(counts, [f"pend_{k}"])
+        self._run(counts, [f"pend_{k}" for k in paired])
+        sizes = eg.table_sizes()
+        whole = [k for k in paired if self._admits_all(k, sizes)]
+        if whole:
+            self._in_buckets(range(BUCKETS), counts,
+                             [q.activate(c) for k in whole for q in self.queries[k] if q.disconnected
+                              for c in range(len(q.components))])
+        for k in paired:
+            if k not in whole:
+                self._pair_in_rounds(k, counts)
+        return self._per_rule_index(self._run(counts, [f"pair_{k}" for k in paired]), paired)
+
+    def _admits_all(self, k: int, sizes: dict[str, int]) -> bool:
+        """Whether rule ``k``'s budget admits activating every pending row of its parts: the
+        rounds of :meth:`_pair_in_rounds` would then open every bucket at their first round."""
+        budget = self.scheduler.limit(k) - self.backlog[k]
+        for q in (q for q in self.queries[k] if q.disconnected):
+            active = [sizes.get(f"Act_{q.name}_{c}", 0) for c in range(len(q.components))]
+            for c in range(len(q.components)):
+                pending = sizes.get(f"PendB_{q.name}_{c}", 0)
+                others = math.prod(active[:c] + active[c + 1:])
+                if not pending or not others:
+                    active[c] += pending
+                    continue
+                if budget < others * pending:
+                    return False
+                active[c] += pending
+                budget -= others * pending
+        return True
+
+    def _pair_in_rounds(self, k: int, counts: Counts) -> None:
+        """Make the pending rows of rule ``k``'s parts active by rounds of buckets, within its budget."""
+        eg = self.egraph
         budget = self.scheduler.limit(k) - self.backlog[k]
         for q in (q for q in self.queries[k] if q.disconnected):
             sizes = eg.table_sizes()
@@ -54,12 +93,11 @@ class Pairing:
                         break
                     share = min(1.0, budget / others / pending[c]) if others else 1.0
                     buckets = range(BUCKETS) if share >= 1 else self.scheduler.buckets(k, share)
-                    self._in_buckets(buckets, counts, q.activate(c))
+                    self._in_buckets(buckets, counts, [q.activate(c)])
                     sizes = eg.table_sizes()
                     made = sizes.get(f"Act_{q.name}_{c}", 0) - active[c]
                     active[c], pending[c] = active[c] + made, pending[c] - made
                     budget -= made * others
-        return sum(self._per_rule_index(self._run(counts, [f"pair_{k}"]), [k]).values())
 
     def _mark_apart(self) -> None:
         """``Apart`` for the loaded nodes a disconnected part's output could match (same kind and op)."""

@@ -163,12 +163,12 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
                 self._run(search, ["prune"])
                 rows = self._backlog(eg.table_sizes())
                 found = {k: rows[k] for k in searched}
-            for k in paired:
-                found[k] += self._pair(k, search)
+            for k, pairs in self._pair_all(paired, search).items():
+                found[k] += pairs
             ticks.append(time.perf_counter())
             sizes = eg.table_sizes()
             self.backlog = self._backlog(sizes)
-            # a disconnected rule's pairs are already kept to its budget (_pair): no ban for them
+            # a disconnected rule's pairs are already kept to its budget (_pair_all): no ban for them
             new_bans = [names[k] for k in searched
                         if k not in paired and self.scheduler.after_search(k, n, found[k])]
             self._define_all("apply")  # variants decided in fast iterations have no apply rules yet

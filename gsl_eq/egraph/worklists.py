@@ -108,7 +108,7 @@ class Worklists:
         while left > 0 and applied < 0.8 * budget and opened < BUCKETS:
             want = (budget - applied) / (4 if not opened else 2)
             buckets = self.scheduler.buckets(k, min(want / density, BUCKETS - opened) / BUCKETS)
-            got = sum(self._in_buckets(buckets, counts, f"window_{k}", round(density * len(buckets))).values())
+            got = sum(self._in_buckets(buckets, counts, [f"window_{k}"], round(density * len(buckets))).values())
             opened += len(buckets)
             applied, left = applied + got, left - got
             density = max(density, (applied / opened) if applied else density)
