@@ -5,6 +5,9 @@ E-graphs: the saturated e-graphs of the zoo models under ``default() + algebraic
 and ViT-B/16, AC sums under ``rules.algebraic()``), and extraction-gym's TENSAT
 e-graphs (``benchmarks/data/extraction_gym``). gsl_eq's e-graphs are priced with the
 roofline model, as ``optimize()`` prices them; each is built in its own process.
+``--cases tensat-gpu`` (its own section): TENSAT's seven graphs under ``rules.tensat()`` with
+TENSAT's settings (multi-pattern rules in the first iteration, and in every one), cycles
+filtered, priced by the gpu model with its fusion terms, as benchmarks/tensat_table.py extracts them.
 
 Extractors: tree, greedy DAG, the greedy DAG as it was before persistent sets (one
 bitset over all e-nodes per candidate; kept here as the reference it must match or
@@ -12,12 +15,13 @@ beat), and the ILP (warm-started from the greedy DAG choice, ``--ilp-time`` seco
 Per e-graph and extractor: time, cost, status, gap, and cost and time relative to
 the tree extractor.
 
-    python benchmarks/extraction.py [--cases zoo,big,tensat] [--ilp-time S] [--save DIR]
+    python benchmarks/extraction.py [--cases zoo,big,tensat | tensat-gpu] [--ilp-time S] [--save DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import multiprocessing
 import time
@@ -98,6 +102,37 @@ def _saturated(name: str) -> tuple[dict, list, dict]:
     return plain, [position[r] for r in roots(runner, snap)], info
 
 
+#: TENSAT's graphs for ``--cases tensat-gpu`` (gsl_eq.models.tensat).
+TENSAT_GPU = ["bert", "nasrnn", "resnext50", "nasnet_a", "inception_v3", "squeezenet", "vgg19"]
+
+
+def _saturated_gpu(name: str, every: bool) -> tuple[dict, list, dict]:
+    """One of TENSAT's graphs saturated under TENSAT's settings (multi-pattern rules in the first
+    iteration, or in ``every`` one), cycles filtered, priced by the gpu model with its fusion terms."""
+    from gsl_eq import rules
+    from gsl_eq.egraph import Runner
+    from gsl_eq.egraph.cycles import closing_cycles
+    from gsl_eq.extract import get_cost_model
+    from gsl_eq.extract.choose import priced, roots
+    from gsl_eq.models import tensat_model
+
+    wl = tensat_model(name).fold_params()
+    start = time.perf_counter()
+    runner = Runner(wl.graph, rules.tensat(), node_limit=50_000, iter_limit=15, time_limit=300, params=wl.params,
+                    multi_iterations=None if every else 1)
+    report = runner.run()
+    snap = runner.egraph.snapshot()
+    root_classes = roots(runner, snap)
+    egraph = priced(runner.egraph, snap, get_cost_model("gpu"), left_out=closing_cycles(snap.classes, root_classes) or set())
+    position = {cls: k for k, cls in enumerate(egraph)}
+    plain = {position[cls]: [dataclasses.replace(n, children=tuple(position[c] for c in n.children),
+                                                 fusible=tuple((position[c], saving) for c, saving in n.fusible))
+                             for n in nodes] for cls, nodes in egraph.items()}
+    info = {"ops": sum(1 for n in wl.graph.rpo() if n.kind.value == "call"), "stop": report.stop_reason.value,
+            "saturate": time.perf_counter() - start}
+    return plain, [position[r] for r in root_classes], info
+
+
 def egraphs(cases: list[str]):
     """(name, description, e-graph, roots) per case, gsl_eq's built each in a fresh process."""
     names = []
@@ -112,6 +147,15 @@ def egraphs(cases: list[str]):
         description = BIG[name][0] if name in BIG else f"zoo {name}, default() + algebraic()"
         yield name, (f"{description}: {info['ops']} ops, saturated to {info['stop']} "
                      f"in {info['saturate']:.1f} s"), egraph, roots
+    if "tensat-gpu" in cases:
+        for name in TENSAT_GPU:
+            for every in (False, True):
+                with context.Pool(1) as pool:
+                    egraph, roots, info = pool.apply(_saturated_gpu, (name, every))
+                when = "every iteration" if every else "the first iteration"
+                yield (f"tensat-gpu/{name}" + (" (every)" if every else ""),
+                       f"TENSAT's {name}, rules.tensat(), multi-pattern rules in {when}, gpu model: {info['ops']} ops, "
+                       f"saturated to {info['stop']} in {info['saturate']:.1f} s", egraph, roots)
     if "tensat" in cases:
         for name in TENSAT:
             egraph, roots = load_egraph(DATA / f"{name}.json.gz")
@@ -196,8 +240,10 @@ def run(args) -> str:
                         f"{highs.cost / cpsat.cost:.4f}", cpsat.status, fmt_gap(cpsat.gap)])
         print(f"{name}: {enodes} e-nodes, greedy {greedy.time:.2f} s, ilp {ilp.status} in {ilp.time:.1f} s", flush=True)
     head = [
-        f"Machine: {machine()}. ILP time limit {args.ilp_time:g} s per e-graph (warm start: the greedy DAG choice). "
-        "Costs: roofline seconds for gsl_eq's e-graphs, the file's costs for TENSAT's. ILP solver: the exact "
+        f"`python benchmarks/extraction.py --cases {args.cases} --ilp-time {args.ilp_time:g}` on {machine()}. "
+        f"ILP time limit {args.ilp_time:g} s per e-graph (warm start: the greedy DAG choice). "
+        "Costs: roofline seconds for gsl_eq's zoo e-graphs, gpu-model seconds with fusion terms for tensat-gpu's, "
+        "the file's costs for extraction-gym's TENSAT e-graphs. ILP solver: the exact "
         "extractor's choice (CP-SAT where the e-graph has cycles, HiGHS otherwise); gap: against the solver's "
         "proved lower bound. Best known: CPLEX given 10 h (the SmoothE artifact). HiGHS / CP-SAT: the cost the "
         "HiGHS program (lazy cycle cuts) finds over CP-SAT's, each solver run on every e-graph in the same "
@@ -216,8 +262,13 @@ def main() -> None:
     parser.add_argument("--bitset-limit", type=int, default=150_000, help="skip the quadratic reference above this")
     parser.add_argument("--save", help="also write every e-graph there as extraction-gym JSON")
     args = parser.parse_args()
-    body = run(args)
-    write_section("extraction", "## Extraction at scale (benchmarks/extraction.py)\n\n" + body)
+    if args.cases == "tensat-gpu":
+        write_section("extraction-gpu", "## Extraction on fusing e-graphs (benchmarks/extraction.py --cases tensat-gpu)"
+                                        "\n\n" + run(args))
+    elif "tensat-gpu" in args.cases.split(","):
+        parser.error("--cases tensat-gpu writes a section of its own: run it alone")
+    else:
+        write_section("extraction", "## Extraction at scale (benchmarks/extraction.py)\n\n" + run(args))
 
 
 if __name__ == "__main__":
