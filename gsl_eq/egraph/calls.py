@@ -13,10 +13,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from egglog import bindings as egg
-
-from .egraph import SPAN, int_literal
-
 
 @dataclass
 class Counts:
@@ -71,8 +67,7 @@ class EngineCalls:
     def _in_buckets(self, buckets: Iterable[int], counts: Counts, rulesets: list[str], rows: int = 0) -> dict[str, int]:
         """Run ``rulesets`` (rules reading ``Open``) with ``buckets`` open, one egglog call; returns
         their matches per egglog rule."""
-        self.egraph.egg.run_program(*(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, "Open", [int_literal(b)])))
-                                      for b in buckets))
+        self.egraph.open_buckets(buckets)
         matches = self._run(counts, rulesets, rows)
         self.egraph.run("(run close 1)")
         return matches

@@ -43,7 +43,7 @@ import functools
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Any, Collection, Hashable
+from typing import Any, Collection, Hashable, Iterable
 
 import numpy as np
 from egglog import bindings as egg
@@ -77,6 +77,14 @@ PRELUDE = """
 (relation Open (i64))
 (ruleset close)
 (rule ((Open b)) ((delete (Open b))) :ruleset close)
+(relation Bucket (i64))
+(relation Bit (i64))
+(ruleset fill_buckets)
+(rule ((Bucket b) (Bit s) (< (+ b s) {buckets})) ((Bucket (+ b s))) :ruleset fill_buckets)
+(relation OpenAll (i64))
+(ruleset open_all)
+(rule ((OpenAll n) (Bucket b)) ((Open b)) :ruleset open_all)
+(rule ((OpenAll n)) ((delete (OpenAll n))) :ruleset close)
 (ruleset reject)
 (ruleset prune)
 (ruleset clear)
@@ -113,7 +121,12 @@ def scramble(k: int) -> int:
     return (k * 2_654_435_761 + 40_503) % HASH_MODULUS
 
 
-PRELUDE = PRELUDE.format(const=mix("1", "c"), getitem=mix("2", "i", "n"))
+PRELUDE = PRELUDE.format(const=mix("1", "c"), getitem=mix("2", "i", "n"), buckets=BUCKETS)
+#: Every bucket number in ``Bucket``, by sums of powers of two: a few egglog iterations, where
+#: inserting the numbers one by one takes thousands of commands. ``OpenAll`` then opens every
+#: bucket in one egglog run (:meth:`~.calls.EngineCalls._in_buckets`).
+FILL_BUCKETS = "\n".join(["(Bucket 0)", *(f"(Bit {1 << i})" for i in range(BUCKETS.bit_length() - 1)),
+                           "(run-schedule (saturate (run fill_buckets)))"])
 
 
 class Interner:
@@ -196,6 +209,8 @@ class EGraph:
     def __init__(self) -> None:
         self.egg = egg.EGraph()
         self.run(PRELUDE)
+        self.run(FILL_BUCKETS)
+        self._opened_all = 0  # OpenAll facts so far: each a new one, which egglog's rules match anew
         self.attrs = Interner()
         self.types = Interner()
         self.forms = Interner()
@@ -329,6 +344,17 @@ class EGraph:
         """Give every e-class its hash ``num`` (only e-classes created since the last call lack one)."""
         self.run("(run-schedule (saturate (run number)))")
 
+    def open_buckets(self, buckets: Iterable[int]) -> None:
+        """Put ``buckets`` in ``Open`` (the *close* ruleset empties it): every bucket by one
+        ``OpenAll`` fact joined with ``Bucket``, a few by one command each."""
+        buckets = list(buckets)
+        if len(set(buckets)) == BUCKETS:
+            self._opened_all += 1
+            self.egg.run_program(egg.ActionCommand(egg.Expr_(SPAN, int_call("OpenAll", self._opened_all))))
+            self.run("(run open_all 1)")
+        else:
+            self.egg.run_program(*(_OPEN[b] for b in buckets))
+
     def table_sizes(self) -> dict[str, int]:
         """Rows per egglog function and relation (egglog counts them; nothing is read back)."""
         (out,) = self.egg.run_program(egg.PrintSize(SPAN, None))
@@ -419,6 +445,7 @@ def int_literal(v: int) -> Any:
     return egg.Lit(SPAN, egg.Int(int(v)))
 
 
+
 def int_call(name: str, v: int) -> Any:
     """``(name v)`` for an i64 ``v``, as a command object."""
     return call(name, int_literal(v))
@@ -426,3 +453,7 @@ def int_call(name: str, v: int) -> Any:
 
 def call(name: str, *args: Any) -> Any:
     return egg.Call(SPAN, name, list(args))
+
+
+#: The command putting each bucket in ``Open``, made once.
+_OPEN = [egg.ActionCommand(egg.Expr_(SPAN, int_call("Open", b))) for b in range(BUCKETS)]

@@ -131,3 +131,40 @@ def test_greedy_mode_refuses_a_rule_set_holding_one_before_any_work():
     connected = [r for r in rules.tensat() if r.connected]
     assert len(connected) == len(rules.tensat()) - 4
     assert optimize(wl, connected, mode="greedy").report.stop_reason is not None
+
+
+def test_rules_paired_together_grow_the_e_graph_that_pairing_rule_by_rule_grows(monkeypatch):
+    """TASO's merges on TENSAT's SqueezeNet: the paired rules move their pending rows and form
+    their pairs in one egglog call each, and those whose budget admits every pending row are
+    made active together; the e-graph, iteration by iteration, is the one pairing rule by rule,
+    by rounds of buckets, grows."""
+    from gsl_eq import models, rules
+    from gsl_eq.egraph.pairing import Pairing
+
+    wl = models.tensat_model("squeezenet")
+
+    def saturate(one_by_one: bool):
+        calls = []
+        original = Runner._run
+
+        def counted(self, counts, rulesets, rows=0):
+            if rulesets[0].split("_")[0] in ("pend", "activate", "pair"):
+                calls.append(rulesets)
+            return original(self, counts, rulesets, rows)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(Runner, "_run", counted)
+            if one_by_one:  # as before pairing together: each rule alone, by rounds of buckets
+                pair_all = Pairing._pair_all
+                patch.setattr(Pairing, "_admits_all", lambda self, k, sizes: False)
+                patch.setattr(Pairing, "_pair_all", lambda self, paired, counts: {
+                    k: pair_all(self, [k], counts)[k] for k in paired})
+            report = Runner(wl.graph, rules.tensat(), iter_limit=4, multi_iterations=1, params=wl.params).run()
+        return [(it.enodes, it.matches, it.applied) for it in report.iterations], calls
+
+    together, together_calls = saturate(False)
+    one_by_one, one_by_one_calls = saturate(True)
+    assert together == one_by_one
+    assert any(applied for _, _, applied in together)  # merges were paired and applied
+    steps = lambda calls: [c for c in calls if c[0].split("_")[0] in ("pend", "pair")]  # noqa: E731
+    assert len(steps(together_calls)) == 2 < len(steps(one_by_one_calls))  # one pairing iteration
