@@ -547,8 +547,10 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
         report.solver = chosen.solver or None
         choice = chosen.choice
     graph = rebuild(runner, snap, choice)
-    report.rules_used = _rule_names(rule_list, rules_used(runner, snap, choice))
     timings["extract"] = time.perf_counter() - t - (pricing if extractor != "egglog" else 0.0)
+    t = time.perf_counter()
+    report.rules_used = _rule_names(rule_list, rules_used(runner, snap, choice))
+    timings["attribute"] = time.perf_counter() - t  # which rules the result uses: for the report
     t = time.perf_counter()
     out = to_workload(graph, wl, fold_params=False)
     timings["rebuild"] = time.perf_counter() - t

@@ -83,7 +83,7 @@ def test_optimize_keeps_its_time_limit_on_explosive_growth():
     report = result.report
     assert report.stop_reason == "time limit"
     assert wall - report.timings["final build"] - report.timings.get("check", 0.0) <= 1.1 * limit
-    assert {"fold", "compile", "load", "saturate", "extract", "rebuild", "final build"} <= set(report.timings)
+    assert {"fold", "compile", "load", "saturate", "extract", "attribute", "rebuild", "final build"} <= set(report.timings)
     assert report.extraction_budget >= 0.2 * limit * 0.9
     assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-5)
 
