@@ -17,7 +17,7 @@ from .calls import Counts
 from .compile import Query
 from .egraph import BUCKETS
 
-#: How many rounds of buckets :meth:`Pairing._pair` opens per part and iteration.
+#: How many rounds of buckets :meth:`Pairing._pair_in_rounds` opens per part and iteration.
 PAIRING_ROUNDS = 8
 
 
@@ -69,13 +69,11 @@ class Pairing:
             for c in range(len(q.components)):
                 pending = sizes.get(f"PendB_{q.name}_{c}", 0)
                 others = math.prod(active[:c] + active[c + 1:])
-                if not pending or not others:
-                    active[c] += pending
-                    continue
-                if budget < others * pending:
-                    return False
+                if pending and others:
+                    if budget < others * pending:
+                        return False
+                    budget -= others * pending
                 active[c] += pending
-                budget -= others * pending
         return True
 
     def _pair_in_rounds(self, k: int, counts: Counts) -> None:
