@@ -134,16 +134,13 @@ def test_greedy_mode_refuses_a_rule_set_holding_one_before_any_work():
 
 
 def test_rules_paired_together_grow_the_e_graph_that_pairing_rule_by_rule_grows(monkeypatch):
-    """TASO's merges on TENSAT's SqueezeNet: the paired rules move their pending rows and form
-    their pairs in one egglog call each, and those whose budget admits every pending row are
-    made active together; the e-graph, iteration by iteration, is the one pairing rule by rule,
-    by rounds of buckets, grows."""
+    """The paired rules move their pending rows and form their pairs in one egglog call each, and
+    those whose budget admits every pending row are made active together; the e-graph, iteration
+    by iteration, is the one pairing rule by rule, by rounds of buckets, grows."""
     from gsl_eq import models, rules
     from gsl_eq.egraph.pairing import Pairing
 
-    wl = models.tensat_model("squeezenet")
-
-    def saturate(one_by_one: bool):
+    def saturate(one_by_one: bool, wl: Workload, rule_list: list, **limits):
         calls = []
         original = Runner._run
 
@@ -159,12 +156,21 @@ def test_rules_paired_together_grow_the_e_graph_that_pairing_rule_by_rule_grows(
                 patch.setattr(Pairing, "_admits_all", lambda self, k, sizes: False)
                 patch.setattr(Pairing, "_pair_all", lambda self, paired, counts: {
                     k: pair_all(self, [k], counts)[k] for k in paired})
-            report = Runner(wl.graph, rules.tensat(), iter_limit=4, multi_iterations=1, params=wl.params).run()
+            report = Runner(wl.graph, rule_list, params=wl.params, **limits).run()
         return [(it.enodes, it.matches, it.applied) for it in report.iterations], calls
 
-    together, together_calls = saturate(False)
-    one_by_one, one_by_one_calls = saturate(True)
+    # TENSAT's SqueezeNet: budgets bind (its pairs go by rounds either way)
+    squeezenet = models.tensat_model("squeezenet")
+    together, together_calls = saturate(False, squeezenet, rules.tensat(), iter_limit=4, multi_iterations=1)
+    one_by_one, one_by_one_calls = saturate(True, squeezenet, rules.tensat(), iter_limit=4, multi_iterations=1)
     assert together == one_by_one
     assert any(applied for _, _, applied in together)  # merges were paired and applied
     steps = lambda calls: [c for c in calls if c[0].split("_")[0] in ("pend", "pair")]  # noqa: E731
     assert len(steps(together_calls)) == 2 < len(steps(one_by_one_calls))  # one pairing iteration
+    # a budget that admits every pending row: both parts made active in one call
+    small = relus([3, 4, 5, 6])
+    together, together_calls = saturate(False, small, [relu_pair()], iter_limit=3, multi_match_limit=1000)
+    one_by_one, one_by_one_calls = saturate(True, small, [relu_pair()], iter_limit=3, multi_match_limit=1000)
+    assert together == one_by_one and together[0][1] == {"relu_pair": 12}
+    activations = lambda calls: [c for c in calls if c[0].startswith("activate")]  # noqa: E731
+    assert len(activations(together_calls)) == 1 < len(activations(one_by_one_calls))
