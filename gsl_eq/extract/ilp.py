@@ -111,10 +111,11 @@ def ilp_extract(
     ``solver``: ``"highs"`` (this module's program, cycles cut lazily), ``"cp-sat"``
     (:mod:`.cpsat`: acyclicity in the model) or ``"auto"``: CP-SAT where the kept e-nodes
     put e-classes on a cycle, HiGHS otherwise, fusion rows (:mod:`.fusion`) or not. The
-    result's ``solver`` says which ran. (On the acyclic e-graphs of BENCHMARKS.md's
-    tensat-table under the gpu model, side by side with the same limit, HiGHS proved every
-    optimum CP-SAT proved, in less time, and the optima of the 38k-e-node NasNet-A and
-    Inception-v3 e-graphs where CP-SAT stopped 3-12 % from its bound.)
+    result's ``solver`` says which ran. (On the 14 gpu e-graphs of TENSAT's graphs under its
+    rules, side by side with the same 60 s (BENCHMARKS.md, extraction-gpu), HiGHS found a cost
+    at least as low on every one and proved 12 optimal, CP-SAT 9: it left BERT's, NasNet-A's
+    and Inception-v3's large ones 1-12 % open. CP-SAT was faster on two that both proved, the
+    44k-e-node ResNeXt-50 and the 50k SqueezeNet.)
 
         >>> from gsl_eq.extract import ENodeCost as N
         >>> ilp_extract({"r": [N(1, ("a", "b"))], "a": [N(1, ("s",)), N(3)],
