@@ -292,6 +292,17 @@ class Query:
                      f":name \"search {self.name}\")")
         return "\n".join(lines)
 
+    def peek_program(self, k: int) -> str:
+        """Rules copying the rows of the opened buckets of the bucketed worklist into ``Peek_<q>``
+        (ruleset ``peek_<k>``) and emptying it (``unpeek_<k>``): egglog then counts those rows
+        before any is applied (:meth:`~.runner.Runner._fitting`)."""
+        sorts, cols, peek = self._sorts(exprs=True), self.row(), f"Peek_{self.name}"
+        return "\n".join([
+            f"(relation {peek} ({sorts}))",
+            f"(rule ((Open b) (MB_{self.name} {cols} b)) (({peek} {cols})) :ruleset peek_{k})",
+            f"(rule (({peek} {cols})) ((delete ({peek} {cols}))) :ruleset unpeek_{k})",
+        ])
+
     def part_outputs(self) -> list[int]:
         """The first source output of each part."""
         return [next(o for o in self.outputs if o in part) for part in self.components]

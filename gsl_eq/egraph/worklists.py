@@ -59,7 +59,7 @@ class Worklists:
                 enodes += created * budget
             elif budget:
                 flush()
-                applied = self._apply_buckets(k, budget, counts)
+                applied = self._apply_buckets(k, budget, counts, exact=reason is not None)
                 self.backlog[k] -= applied
                 enodes += created * applied
                 if reason is not None:
@@ -79,7 +79,7 @@ class Worklists:
                        self.scheduler.limit(k) - applied)
             if more < max(1, budget // 8):
                 return
-            got = self._apply_buckets(k, more, counts)
+            got = self._apply_buckets(k, more, counts, exact=True)
             if not got:
                 return
             self.backlog[k] -= got
@@ -94,25 +94,50 @@ class Worklists:
                 room, reason = time_room, StopReason.TIME_LIMIT
         return room, reason
 
-    def _apply_buckets(self, k: int, budget: int, counts: Counts) -> int:
-        """Apply about ``budget`` of rule ``k``'s pending matches, bucket by bucket.
+    def _apply_buckets(self, k: int, budget: int, counts: Counts, exact: bool = False) -> int:
+        """Apply about ``budget`` of rule ``k``'s pending matches, bucket by bucket; with
+        ``exact`` (the budget is the room the node limit leaves), never more than ``budget``.
 
         Matches are lumpy: the matches of one e-class under associativity share most of
         their e-classes, so a few buckets can hold many. The first round aims at a quarter
         of the budget, later ones at half of what is left, each sized on the matches per
-        bucket seen so far: a lump is seen before the budget is passed by much.
+        bucket seen so far: a lump is seen before the budget is passed by much. Where that
+        is too much, the rows of a round's buckets are counted first, and a round that would
+        pass the budget opens half its buckets instead (:meth:`_fitting`).
         """
         self.egraph.number()
         self._run(counts, [f"bucket_{k}"], self.backlog[k])
         applied, left, opened, density = 0, self.backlog[k], 0, self.backlog[k] / BUCKETS
-        while left > 0 and applied < 0.8 * budget and opened < BUCKETS:
+        while left > 0 and applied < (budget if exact else 0.8 * budget) and opened < BUCKETS:
             want = (budget - applied) / (4 if not opened else 2)
             buckets = self.scheduler.buckets(k, min(want / density, BUCKETS - opened) / BUCKETS)
-            got = sum(self._in_buckets(buckets, counts, [f"window_{k}"], round(density * len(buckets))).values())
             opened += len(buckets)
+            if exact:
+                buckets = self._fitting(k, buckets, budget - applied)
+                if not buckets:
+                    break
+            got = sum(self._in_buckets(buckets, counts, [f"window_{k}"], round(density * len(buckets))).values())
             applied, left = applied + got, left - got
             density = max(density, (applied / opened) if applied else density)
         return applied
+
+    def _fitting(self, k: int, buckets: list[int], most: int) -> list[int]:
+        """The first half, quarter, ... of ``buckets`` whose rows of rule ``k`` number at most
+        ``most`` (counted by egglog before any is applied); [] if not even the first bucket's do."""
+        if k not in self._peeking:
+            self.egraph.run("\n".join([f"(ruleset peek_{k})", f"(ruleset unpeek_{k})",
+                                       *(q.peek_program(k) for q in self.queries[k])]))
+            self._peeking.add(k)
+        while buckets:
+            self.egraph.open_buckets(buckets)
+            self.egraph.run(f"(run peek_{k} 1)")
+            sizes = self.egraph.table_sizes()
+            rows = sum(sizes.get(f"Peek_{q.name}", 0) for q in self.queries[k])
+            self.egraph.run(f"(run-schedule (seq (run unpeek_{k}) (run close)))")
+            if rows <= most:
+                return buckets
+            buckets = buckets[:len(buckets) // 2]
+        return []
 
     def _backlog(self, sizes: dict[str, int]) -> list[int]:
         """Pending matches per rule: rows in its worklists."""

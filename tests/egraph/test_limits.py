@@ -94,3 +94,18 @@ def test_optimize_under_the_node_limit_keeps_the_outputs():
     assert result.report.stop_reason == "node limit"
     assert result.report.enodes <= 1.1 * 20_000
     assert_same_outputs(wl, result.workload, rtol=1e-5, atol=1e-6)
+
+
+def test_the_node_limit_holds_where_a_bucket_holds_a_lump_of_matches():
+    """TASO's merges on TENSAT's SqueezeNet, multi-pattern rules in every iteration: merges of
+    merges share e-classes, so their matches fall into a few buckets. When the room left cuts a
+    rule short, the rows of the buckets about to open are counted first (before, a lump passed
+    the limit: 10,004 e-nodes at 10,000)."""
+    from gsl_eq import models
+
+    wl = models.tensat_model("squeezenet").fold_params()
+    for limit in (10_000, 20_000):
+        runner = Runner(wl.graph, rules.tensat(), node_limit=limit, iter_limit=30, time_limit=120, params=wl.params)
+        report = runner.run()
+        assert report.stop_reason is StopReason.NODE_LIMIT
+        assert 0.9 * limit <= runner.egraph.size() == report.iterations[-1].enodes <= limit
