@@ -445,7 +445,6 @@ def int_literal(v: int) -> Any:
     return egg.Lit(SPAN, egg.Int(int(v)))
 
 
-
 def int_call(name: str, v: int) -> Any:
     """``(name v)`` for an i64 ``v``, as a command object."""
     return call(name, int_literal(v))
