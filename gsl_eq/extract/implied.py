@@ -55,6 +55,17 @@ class Contained:
                 found |= 1 << self.index[child]
         return found
 
+    def topmost(self, bits: int) -> int:
+        """The bits of ``bits`` whose class no other class of ``bits`` contains. Bits run children
+        first, so the highest left is never inside a lower one: take it, drop all it contains,
+        repeat; the work grows with the classes kept, not with all of ``bits``."""
+        left, below = bits, 0
+        while left:
+            top = left.bit_length() - 1
+            below |= self.sets[self.tracked[top]]
+            left &= ~below & ~(1 << top)
+        return bits & ~below
+
     def classes(self, bits: int) -> Iterator[int]:
         """The tracked classes of a bitset."""
         while bits:
@@ -112,27 +123,25 @@ def implied_rows(graph: Indexed, nodes: list[int]) -> tuple[list[tuple[int, int]
         return [], []
     found = contained(graph, nodes)
     sets = found.sets
-    pairs = []
-    for cls, bits in sets.items():
-        below = 0
-        for inner in found.classes(bits):
-            below |= sets[inner]
-        pairs.extend((cls, inner) for inner in found.classes(bits & ~below))
+    pairs = [(cls, inner) for cls, bits in sets.items() for inner in found.classes(found.topmost(bits))]
     partial = []
     for cls, own in found.members.items():
         if len(own) < 2:
             continue
         reached = {node: found.reached(graph, node) for node in own}
-        some = 0
+        once = twice = 0
         for bits in reached.values():
-            some |= bits
-        by_nodes: dict[tuple[int, ...], list[int]] = collections.defaultdict(list)
-        for inner in found.classes(some & ~sets[cls]):
-            bit = 1 << found.index[inner]
-            containing = tuple(node for node in own if reached[node] & bit)
+            twice |= once & bits
+            once |= bits
+        groups = {(): twice & ~sets[cls]}  # the e-nodes containing a class -> those classes, as bits
+        for node in own:
+            split = {}
+            for containing, bits in groups.items():
+                for key, part in (((*containing, node), bits & reached[node]), (containing, bits & ~reached[node])):
+                    if part:
+                        split[key] = part
+            groups = split
+        for containing, bits in groups.items():
             if len(containing) >= 2:
-                by_nodes[containing].append(inner)
-        for containing, inners in by_nodes.items():
-            partial.extend((list(containing), inner) for inner in inners
-                           if not any(sets[other] >> found.index[inner] & 1 for other in inners if other != inner))
+                partial.extend((list(containing), inner) for inner in found.classes(found.topmost(bits)))
     return pairs, partial

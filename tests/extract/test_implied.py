@@ -107,6 +107,37 @@ def test_the_relaxation_pays_a_merged_matmul_once(k):
     assert ilp_extract(egraph, roots, solver="cp-sat").cost == exact.cost
 
 
+def rows_by_definition(graph: Indexed, nodes: list[int]):
+    """implied_rows's rows as its notes define them, class by class and pair by pair."""
+    found = contained(graph, nodes)
+    inside = {cls: set(found.classes(bits)) for cls, bits in found.sets.items()}
+    pairs = {(cls, d) for cls, ds in inside.items() for d in ds if not any(d in inside[e] for e in ds)}
+    partial = set()
+    for cls, own in found.members.items():
+        reached = {node: set(found.classes(found.reached(graph, node))) for node in own}
+        by_nodes: dict[tuple, set] = {}
+        for d in set().union(*reached.values()) - inside[cls]:
+            containing = tuple(node for node in own if d in reached[node])
+            if len(containing) >= 2:
+                by_nodes.setdefault(containing, set()).add(d)
+        partial |= {(containing, d) for containing, ds in by_nodes.items() for d in ds
+                    if not any(d in inside[e] for e in ds - {d})}
+    return pairs, partial
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_rows_are_those_the_notes_define(seed):
+    egraph, roots = (random_layered_egraph if seed % 2 else random_egraph)(seed)  # cycles included
+    graph = Indexed(egraph)
+    try:
+        nodes = _kept_nodes(graph, graph.root_positions(roots))
+    except Exception:  # no term at all: no rows
+        return
+    pairs, partial = implied_rows(graph, nodes)
+    assert len(pairs) == len(set(pairs)) and len(partial) == len({(tuple(c), d) for c, d in partial})
+    assert (set(pairs), {(tuple(c), d) for c, d in partial}) == rows_by_definition(graph, nodes)
+
+
 def test_no_rows_above_the_class_limit(monkeypatch):
     import gsl_eq.extract.implied as implied
 
