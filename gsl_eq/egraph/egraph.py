@@ -43,7 +43,7 @@ import functools
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Any, Collection, Hashable, Iterable
+from typing import Any, Collection, Hashable, Iterable, Iterator
 
 import numpy as np
 from egglog import bindings as egg
@@ -85,6 +85,11 @@ PRELUDE = """
 (ruleset open_all)
 (rule ((OpenAll n) (Bucket b)) ((Open b)) :ruleset open_all)
 (rule ((OpenAll n)) ((delete (OpenAll n))) :ruleset close)
+(relation OpenSpan (i64 i64 i64))
+(ruleset open_span)
+(rule ((OpenSpan n c k) (Bucket b) (< (% (+ (- (% (* b {inverse}) {buckets}) c) {buckets}) {buckets}) k))
+      ((Open b)) :ruleset open_span)
+(rule ((OpenSpan n c k)) ((delete (OpenSpan n c k))) :ruleset close)
 (ruleset reject)
 (ruleset prune)
 (ruleset clear)
@@ -106,6 +111,30 @@ HASH_MODULUS = 1_073_741_789
 HASH_FACTOR = 1_000_003
 #: Matches are put in this many buckets when a rule is applied in part.
 BUCKETS = 1 << 12
+#: Odd, so that ``i * STRIDE % BUCKETS`` visits every bucket once per ``BUCKETS`` steps (about
+#: ``BUCKETS`` over the golden ratio: see :mod:`.scheduler`).
+STRIDE = 2531
+#: A span of at least this many buckets is opened by one fact; fewer by one command each.
+BUCKETS_BY_FACT = 64
+
+
+@dataclass(frozen=True)
+class BucketSpan:
+    """The ``count`` buckets ``(start + i) * STRIDE % BUCKETS``, ``i < count``: what a rule opens
+    at a time when it is applied in part (:class:`~.scheduler.Scheduler` moves ``start`` on)."""
+
+    start: int
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[int]:
+        return ((self.start + i) * STRIDE % BUCKETS for i in range(self.count))
+
+    def first(self, count: int) -> BucketSpan:
+        """The first ``count`` buckets of this span."""
+        return BucketSpan(self.start, min(count, self.count))
 
 
 def mix(*terms: str) -> str:
@@ -121,7 +150,8 @@ def scramble(k: int) -> int:
     return (k * 2_654_435_761 + 40_503) % HASH_MODULUS
 
 
-PRELUDE = PRELUDE.format(const=mix("1", "c"), getitem=mix("2", "i", "n"), buckets=BUCKETS)
+PRELUDE = PRELUDE.format(const=mix("1", "c"), getitem=mix("2", "i", "n"), buckets=BUCKETS,
+                         inverse=pow(STRIDE, -1, BUCKETS))
 #: Every bucket number in ``Bucket``, by sums of powers of two: a few egglog iterations, where
 #: inserting the numbers one by one takes thousands of commands. ``OpenAll`` then opens every
 #: bucket in one egglog run (:meth:`~.calls.EngineCalls._in_buckets`).
@@ -210,7 +240,7 @@ class EGraph:
         self.egg = egg.EGraph()
         self.run(PRELUDE)
         self.run(FILL_BUCKETS)
-        self._opened_all = 0  # OpenAll facts so far: each a new one, which egglog's rules match anew
+        self._opened = 0  # OpenAll and OpenSpan facts so far: each a new one, which egglog's rules match anew
         self.attrs = Interner()
         self.types = Interner()
         self.forms = Interner()
@@ -344,13 +374,20 @@ class EGraph:
         """Give every e-class its hash ``num`` (only e-classes created since the last call lack one)."""
         self.run("(run-schedule (saturate (run number)))")
 
-    def open_buckets(self, buckets: Iterable[int]) -> None:
+    def open_buckets(self, buckets: Iterable[int] | BucketSpan) -> None:
         """Put ``buckets`` in ``Open`` (the *close* ruleset empties it): every bucket by one
-        ``OpenAll`` fact joined with ``Bucket``, a few by one command each."""
+        ``OpenAll`` fact joined with ``Bucket``, a long :class:`BucketSpan` by one ``OpenSpan`` fact,
+        a few by one command each."""
+        if isinstance(buckets, BucketSpan) and BUCKETS_BY_FACT <= buckets.count < BUCKETS:
+            self._opened += 1
+            fact = call("OpenSpan", *(int_literal(v) for v in (self._opened, buckets.start % BUCKETS, buckets.count)))
+            self.egg.run_program(egg.ActionCommand(egg.Expr_(SPAN, fact)))
+            self.run("(run open_span 1)")
+            return
         buckets = list(buckets)
         if len(set(buckets)) == BUCKETS:
-            self._opened_all += 1
-            self.egg.run_program(egg.ActionCommand(egg.Expr_(SPAN, int_call("OpenAll", self._opened_all))))
+            self._opened += 1
+            self.egg.run_program(egg.ActionCommand(egg.Expr_(SPAN, int_call("OpenAll", self._opened))))
             self.run("(run open_all 1)")
         else:
             self.egg.run_program(*(_OPEN[b] for b in buckets))

@@ -104,7 +104,7 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         self._defined: set[tuple[str, int, str]] = set()  # (query, variant, part) defined in egglog
         self._peeking: set[int] = set()  # rules whose rows of opened buckets egglog can count
         self._seconds_per_row: dict[str, float] = {}
-        self._last_time: dict[str, float] = {}
+        self._last_time: dict[str, tuple[float, int]] = {}
         self.on_iteration = on_iteration
         self.report = Report(compile_time=time.perf_counter() - loaded, load_time=loaded - start)
 

@@ -31,10 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .egraph import BUCKETS
-
-#: Odd, so that ``i * STRIDE % BUCKETS`` visits every bucket once per ``BUCKETS`` steps.
-STRIDE = 2531
+from .egraph import BUCKETS, BucketSpan
 
 
 @dataclass
@@ -101,10 +98,10 @@ class Scheduler:
         for s in self.rules:
             s.banned_until = 0
 
-    def buckets(self, k: int, share: float) -> list[int]:
+    def buckets(self, k: int, share: float) -> BucketSpan:
         """The buckets rule ``k`` opens next to apply about ``share`` of its bucketed matches (at least one)."""
         s = self.rules[k]
         count = min(BUCKETS, max(1, int(share * BUCKETS)))
-        opened = [(s.cursor + i) * STRIDE % BUCKETS for i in range(count)]
+        opened = BucketSpan(s.cursor, count)
         s.cursor = (s.cursor + count) % BUCKETS
         return opened

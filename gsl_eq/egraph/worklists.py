@@ -16,7 +16,7 @@ import time
 
 from ..limits import StopReason
 from .calls import Counts
-from .egraph import BUCKETS
+from .egraph import BUCKETS, BucketSpan
 
 #: How many more rounds :meth:`Worklists._fill` applies of a rule cut short by the node budget.
 FILL_ROUNDS = 3
@@ -121,9 +121,9 @@ class Worklists:
             density = max(density, (applied / opened) if applied else density)
         return applied
 
-    def _fitting(self, k: int, buckets: list[int], most: int) -> list[int]:
+    def _fitting(self, k: int, buckets: BucketSpan, most: int) -> BucketSpan | None:
         """The first half, quarter, ... of ``buckets`` whose rows of rule ``k`` number at most
-        ``most`` (counted by egglog before any is applied); [] if not even the first bucket's do."""
+        ``most`` (counted by egglog before any is applied); None if not even the first bucket's do."""
         if k not in self._peeking:
             self.egraph.run("\n".join([f"(ruleset peek_{k})", f"(ruleset unpeek_{k})",
                                        *(q.peek_program(k) for q in self.queries[k])]))
@@ -136,8 +136,8 @@ class Worklists:
             self.egraph.run(f"(run-schedule (seq (run unpeek_{k}) (run close)))")
             if rows <= most:
                 return buckets
-            buckets = buckets[:len(buckets) // 2]
-        return []
+            buckets = buckets.first(len(buckets) // 2)
+        return None
 
     def _backlog(self, sizes: dict[str, int]) -> list[int]:
         """Pending matches per rule: rows in its worklists."""
