@@ -21,7 +21,8 @@ from .egraph import SPAN, head_name, int_literal
 
 class KeyDecisions:
     """The :class:`~.runner.Runner`'s decisions: reads ``egraph``, ``rules``, ``queries``, ``deadline``,
-    ``fast`` and the variants defined so far (``_defined``)."""
+    ``fast`` and the variants defined so far (``_defined``); keeps the rows read of each key
+    relation (``_key_rows``)."""
 
     def _decide(self, rules: list[int], n: int, new_keys: dict[str, int], accepted: dict[str, int],
                 rejected: dict[str, dict[str, int]]) -> None:
@@ -30,14 +31,18 @@ class KeyDecisions:
         per rule name and reason into ``rejected``."""
         eg = self.egraph
         commands = []
-        plain = [q for k in rules for q in self.queries[k] if not q.disconnected]
-        rows = dict(zip((q.name for q in plain), self._keys(*((f"Key_{q.name}", q.key_arity) for q in plain))))
+        # key relations only grow: one whose size is unchanged holds no key not seen
+        sizes = eg.table_sizes()
+        grown = [q for k in rules for q in self.queries[k]
+                 if not q.disconnected and sizes.get(f"Key_{q.name}", 0) != self._key_rows.get(q.name, 0)]
+        rows = dict(zip((q.name for q in grown), self._keys(*((f"Key_{q.name}", q.key_arity) for q in grown))))
+        self._key_rows.update((name, len(keys)) for name, keys in rows.items())
         for k in rules:
             name = self.rules[k].name
             for q in self.queries[k]:
                 if q.disconnected and not self._pairs(k, n):
                     continue
-                keys = self._combinations(q) if q.disconnected else rows[q.name]
+                keys = self._combinations(q) if q.disconnected else rows.get(q.name, ())
                 fresh = [key for key in keys if key not in q.seen]
                 new_keys[name] = new_keys.get(name, 0) + len(fresh)
                 ok = 0

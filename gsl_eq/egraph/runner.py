@@ -102,6 +102,7 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         self._pushed = 0  # e-nodes in the copies pushed on egglog's stack
         self._direct_sets: dict[tuple[int, ...], str] = {}
         self._defined: set[tuple[str, int, str]] = set()  # (query, variant, part) defined in egglog
+        self._key_rows: dict[str, int] = {}  # rows of each key relation read so far
         self._peeking: set[int] = set()  # rules whose rows of opened buckets egglog can count
         self._seconds_per_row: dict[str, float] = {}
         self._last_time: dict[str, tuple[float, int]] = {}

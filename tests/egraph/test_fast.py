@@ -85,3 +85,25 @@ def test_fast_iterations_end_when_the_copy_costs_more_than_applying():
     assert [it.fast for it in switched.iterations] == [True, False, False, False]
     # the first controlled search drops the rows the fast iteration applied: the same growth
     assert [it.enodes for it in switched.iterations] == [it.enodes for it in controlled.iterations]
+
+
+def test_only_key_relations_that_grew_are_read():
+    graph = ac_sum(8).graph
+    runner = Runner(graph, [rules.add_commutative(), rules.add_associative(), rules.mul_commutative()],
+                    iter_limit=6, **FAR)
+    read = []
+    keys = runner._keys
+
+    def spy(*relations):
+        read.append([name for name, _ in relations])
+        return keys(*relations)
+
+    runner._keys = spy
+    report = runner.run()
+    assert len(report.iterations) >= 2
+    mul = [q.name for q in runner.queries[2]]
+    assert not any(f"Key_{name}" in names for names in read for name in mul)  # no multiply: never grew
+    # one add form: after the first iteration read it, no key relation grows, none is read
+    assert read[0] and not any(read[1:])
+    assert runner.egraph.size() == Runner(graph, [rules.add_commutative(), rules.add_associative()],
+                                          iter_limit=6, **FAR).run().iterations[-1].enodes
