@@ -114,7 +114,7 @@ def ilp_extract(
     result's ``solver`` says which ran. (On the 14 gpu e-graphs of TENSAT's graphs under its
     rules, side by side with the same 60 s (BENCHMARKS.md, extraction-gpu), HiGHS found a cost
     at least as low on every one and proved 13 optimal, CP-SAT 10: it left BERT's, NasNet-A's
-    and Inception-v3's large ones 1-11 % open. CP-SAT was faster on two that both proved, the
+    and Inception-v3's large ones 3-12 % open. CP-SAT was faster on two that both proved, the
     44k-e-node ResNeXt-50 and the 50k SqueezeNet.)
 
         >>> from gsl_eq.extract import ENodeCost as N
