@@ -4,8 +4,8 @@ egglog cannot be stopped inside a call, so the runner never starts one predicted
 past its deadline (:meth:`EngineCalls._run` raises :class:`OutOfTime` instead): a call
 consuming worklist rows is predicted from the slowest rate per row seen so far, any other
 from the time its rulesets took last, scaled by how much the e-graph grew since (an
-associativity search that took 0.03 s on 4.5k e-nodes took 0.5 s on 88k). Its matches are counted per GSL rule from
-egglog's names for the rules it compiles (:mod:`.compile`).
+associativity search that took 0.03 s on 4.5k e-nodes took 0.5 s on 88k). Its matches are
+counted per GSL rule from egglog's names for the rules it compiles (:mod:`.compile`).
 """
 
 from __future__ import annotations

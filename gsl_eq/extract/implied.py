@@ -56,9 +56,11 @@ class Contained:
         return found
 
     def topmost(self, bits: int) -> int:
-        """The bits of ``bits`` whose class no other class of ``bits`` contains. Bits run children
-        first, so the highest left is never inside a lower one: take it, drop all it contains,
-        repeat; the work grows with the classes kept, not with all of ``bits``."""
+        """The bits of ``bits`` whose class no other class of ``bits`` contains: take the highest
+        left, drop all it contains, repeat. A dropped class's own contents are inside what dropped
+        it (containment is transitive), so only the classes taken are looked at; bits run children
+        first, so those are mostly the ones kept (on cycles a kept one may be taken after the
+        one it contains, which it then drops all the same)."""
         left, below = bits, 0
         while left:
             top = left.bit_length() - 1
