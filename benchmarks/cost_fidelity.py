@@ -199,7 +199,7 @@ def main() -> None:
         "points the way of a measured ratio outside the noise band (a predicted tie is not), WRONG when it does "
         "not; no mark: the measurement is a tie. tvm prices a graph by its fused kernels; tvm per call is the "
         "per-call approximation extraction sums (`TVMCost.__call__`); measured times single ops with the default, "
-        "unscheduled build. gpu prices a V100 (kernels by roofline plus a launch, epilogues fused): its column is what "
+        "unscheduled build. gpu prices a V100 (kernels by roofline at the share of the device their threads fill, plus a launch, epilogues fused): its column is what "
         "a GPU would rank, shown beside this CPU's measurements, not a prediction of them.",
         "",
         "### Pairs of equivalent subgraphs",

@@ -4,8 +4,15 @@ What a graph costs on a GPU is decided less by its FLOPs than by how many kernel
 how many bytes they move. This model prices a graph the way TASO's measured cost model and TVM's
 FuseOps see it:
 
-- every kernel costs its roofline time, ``max(flops / peak_flops, bytes / bandwidth)``, plus a
-  fixed ``launch`` time: a small kernel costs its launch;
+- every kernel costs its roofline time, ``max(flops / (peak_flops * occupancy), bytes / bandwidth)``,
+  plus a fixed ``launch`` time: a small kernel costs its launch;
+- a kernel computes at the device's peak only when its threads fill it: with one thread per output
+  element, a kernel of fewer outputs than the device holds resident threads (``resident_threads``:
+  a V100's 80 SMs x 2,048) computes at ``occupancy = outputs / resident_threads`` of its peak. A
+  batch-1 conv of 7 x 7 x 192 outputs fills 6 % of a V100, which is why TASO's measured costs make
+  small convs dear and merged ones pay. A matmul's reduction is split over up to a warp (32
+  threads) per output, as cuBLAS's GEMV and split-K kernels do, so a GEMV of 1,024 outputs is bound
+  by reading its weight. Bandwidth is not scaled: far fewer threads keep the memory busy;
 - an element-wise or broadcast op (relu, add of a bias, ...) reading the output of the kernel
   before it, when that output has no other reader, is an *epilogue*: it runs inside that kernel
   (TASO's fused activation, FuseOps' fusion), adding its FLOPs and the bytes of its other inputs,
@@ -40,6 +47,7 @@ streaming copy reaches, and the time a launch of an empty kernel takes from a fr
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Collection, Mapping, Sequence
 
@@ -52,26 +60,35 @@ __all__ = ["DEVICES", "Device", "GPU"]
 
 @dataclass(frozen=True)
 class Device:
-    """What the model knows of a GPU: FP32 FLOP/s, DRAM bytes/s, and seconds per kernel launch."""
+    """What the model knows of a GPU: FP32 FLOP/s, DRAM bytes/s, seconds per kernel launch, and
+    the threads it holds resident (SMs x threads per SM; ``None``: any kernel fills it, a plain
+    roofline)."""
 
     name: str
     peak_flops: float
     bandwidth: float
     launch: float
+    resident_threads: int | None = None
 
     def __post_init__(self) -> None:
         if self.peak_flops <= 0 or self.bandwidth <= 0 or self.launch < 0:
             raise ValueError(f"a device needs peak_flops > 0, bandwidth > 0 and launch >= 0, got {self}")
+        if self.resident_threads is not None and self.resident_threads <= 0:
+            raise ValueError(f"a device needs resident_threads > 0 (or None), got {self}")
 
 
 #: NVIDIA V100 (SXM2, 16 GB; TASO's and TENSAT's GPU): 15.7 TFLOP/s FP32 and 900 GB/s of HBM2 on
 #: paper; about 14 TFLOP/s in a large SGEMM and 800 GB/s in a copy; 5 us from a launch to the end
-#: of an empty kernel. A100 (SXM4, 40 GB): 19.5 TFLOP/s FP32 (TF32 off), 1,555 GB/s on paper;
-#: about 18 TFLOP/s, 1,300 GB/s and 4 us as measured.
+#: of an empty kernel; 80 SMs of 2,048 resident threads. A100 (SXM4, 40 GB): 19.5 TFLOP/s FP32
+#: (TF32 off), 1,555 GB/s on paper; about 18 TFLOP/s, 1,300 GB/s and 4 us as measured; 108 SMs of
+#: 2,048 threads.
 DEVICES: dict[str, Device] = {
-    "v100": Device("V100", peak_flops=14e12, bandwidth=800e9, launch=5e-6),
-    "a100": Device("A100", peak_flops=18e12, bandwidth=1300e9, launch=4e-6),
+    "v100": Device("V100", peak_flops=14e12, bandwidth=800e9, launch=5e-6, resident_threads=80 * 2048),
+    "a100": Device("A100", peak_flops=18e12, bandwidth=1300e9, launch=4e-6, resident_threads=108 * 2048),
 }
+#: Threads a library spreads one output's reduction over when a matmul's outputs alone cannot fill
+#: the device (a warp: cuBLAS's GEMV and split-K kernels).
+WARP = 32
 
 #: Ops that only reinterpret or partition a buffer: no kernel (TASO's split is an offset).
 FREE_OPS = frozenset("relax." + n for n in ("reshape", "squeeze", "expand_dims", "flatten", "nn.batch_flatten",
@@ -123,9 +140,26 @@ class GPU:
     def kernel_seconds(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type) -> float:
         """One call run as a kernel of its own: its roofline time plus a launch."""
         d = self.device
-        compute = op_flops(op, attrs, inputs, output) / d.peak_flops
         memory = op_bytes(op, attrs, inputs, output) / d.bandwidth
-        return max(compute, memory) + d.launch
+        return max(self.compute_seconds(op, attrs, inputs, output), memory) + d.launch
+
+    def compute_seconds(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type) -> float:
+        """Seconds of arithmetic: the call's FLOPs at the peak its threads reach, one thread per
+        output element (up to a warp per output of a matmul), at most the device's resident threads.
+
+        >>> gemv = GPU().compute_seconds("relax.matmul", {}, [TensorType((1, 1024), "float32"),
+        ...                              TensorType((1024, 1024), "float32")], TensorType((1, 1024), "float32"))
+        >>> round(gemv * 1e6, 2)  # 2 MFLOP at a fifth of 14 TFLOP/s: below its 4 MB read (5.2 us)
+        0.75
+        """
+        d = self.device
+        flops = op_flops(op, attrs, inputs, output)
+        if d.resident_threads is None or not flops or not isinstance(output, TensorType):
+            return flops / d.peak_flops
+        threads = math.prod(output.shape)
+        if op == "relax.matmul" and isinstance(inputs[0], TensorType) and inputs[0].shape:
+            threads *= min(WARP, inputs[0].shape[-1])
+        return flops / (d.peak_flops * min(1.0, threads / d.resident_threads))
 
     def epilogue_seconds(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type,
                          fused: int | Collection[int]) -> float:
@@ -135,7 +169,7 @@ class GPU:
         d = self.device
         fused = {fused} if isinstance(fused, int) else set(fused)
         others = [t for i, t in enumerate(inputs) if i not in fused]
-        return op_flops(op, attrs, inputs, output) / d.peak_flops + _nbytes(others) / d.bandwidth
+        return self.compute_seconds(op, attrs, inputs, output) + _nbytes(others) / d.bandwidth
 
     # --- fusion, for whole graphs and for extraction ------------------------------------------
     def opens_kernel(self, op: str, output: Type) -> bool:
@@ -175,5 +209,6 @@ class GPU:
     def __repr__(self) -> str:
         d = self.device
         return (f"GPU({d.name}: {d.peak_flops:g} FLOP/s, {d.bandwidth:g} B/s, launch {d.launch:g} s"
+                + ("" if d.resident_threads is None else f", {d.resident_threads:,} threads")
                 + ("" if self.fusion == "epilogues" else f", fusion={self.fusion!r}") + ")")
 

@@ -54,6 +54,41 @@ def test_one_merged_matmul_is_cheaper_than_three_small_ones():
     assert graph_cost(three, gpu) - graph_cost(merged, gpu) == pytest.approx(2 * gpu.device.launch, rel=0.01)
 
 
+def test_a_kernel_that_does_not_fill_the_device_computes_at_the_share_it_fills():
+    """A batch-1 conv of 17 x 17 x 192 outputs fills a third of a V100's 163,840 resident threads: its
+    arithmetic takes three times its peak time. Three such convs merged fill the device and cost
+    about a third of the three (TASO's measured costs make small convs dear in the same way)."""
+    gpu = GPU()
+    x = Node.var("x", f32(1, 192, 17, 17))
+    ws = [Node.var(f"w{i}", f32(192, 192, 3, 3)) for i in range(3)]
+    flops = 2 * 192 * 17 * 17 * 192 * 9
+    one = graph_cost(Graph([x, ws[0]], [Node.call("relax.nn.conv2d", [x, ws[0]], {"padding": (1, 1, 1, 1)})]), gpu)
+    occupancy = 192 * 17 * 17 / (80 * 2048)
+    assert one == pytest.approx(flops / (14e12 * occupancy) + gpu.device.launch)
+    three = Graph([x, *ws], [Node.tuple([Node.call("relax.nn.conv2d", [x, w], {"padding": (1, 1, 1, 1)}) for w in ws])])
+    merged_w = Node.var("w", f32(576, 192, 3, 3))
+    parts = Node.call("relax.split", [Node.call("relax.nn.conv2d", [x, merged_w], {"padding": (1, 1, 1, 1)})],
+                      {"indices_or_sections": 3, "axis": 1})
+    merged = Graph([x, merged_w], [Node.tuple([Node.getitem(parts, k) for k in range(3)])])
+    assert graph_cost(three, gpu) == pytest.approx(3 * one)
+    assert graph_cost(merged, gpu) == pytest.approx(3 * flops / 14e12 + gpu.device.launch)
+    assert graph_cost(merged, gpu) < 0.4 * graph_cost(three, gpu)
+    # on a plain roofline (a device without a thread count) the merge saves two launches only
+    roofline = GPU(Device("roofline", peak_flops=14e12, bandwidth=800e9, launch=5e-6))
+    assert graph_cost(three, roofline) - graph_cost(merged, roofline) == pytest.approx(2 * 5e-6)
+
+
+def test_a_gemv_is_bound_by_reading_its_weight():
+    """A matmul of one row spreads each output's reduction over a warp (cuBLAS's GEMV): 1,024 outputs
+    x 32 threads fill a fifth of a V100, so its 2 MFLOP take 0.75 us, below the 5.2 us of reading
+    its 4 MB weight; 1,024 threads alone would have made it 24 us of arithmetic."""
+    gpu = GPU()
+    gemv = graph_cost(one_call("relax.matmul", (1, 1024), (1024, 1024)), gpu)
+    nbytes = 4 * (1024 + 1024 * 1024 + 1024)
+    assert gemv == pytest.approx(nbytes / 800e9 + gpu.device.launch)
+    assert 5 * US < gemv < 15 * US
+
+
 def conv_then(*ops: str, second_reader: bool = False) -> Graph:
     x, w, b = Node.var("x", f32(1, 64, 56, 56)), Node.var("w", f32(64, 64, 3, 3)), Node.var("b", f32(1, 64, 1, 1))
     y = Node.call("relax.nn.conv2d", [x, w], {"padding": (1, 1, 1, 1)})
@@ -164,6 +199,9 @@ def test_by_name_and_errors():
         GPU("h100")
     with pytest.raises(ValueError, match="launch >= 0"):
         Device("bad", 1e12, 1e11, -1.0)
+    with pytest.raises(ValueError, match="resident_threads > 0"):
+        Device("bad", 1e12, 1e11, 1e-6, resident_threads=0)
+    assert "163,840 threads" in repr(GPU())
 
 
 def test_tensat_merges_matmuls_sharing_an_operand_under_gpu_and_outputs_equal():
