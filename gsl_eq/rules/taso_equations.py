@@ -593,6 +593,8 @@ def translation(file: str) -> Translation:
 #: TASO's hand-written substitutions, as TENSAT writes them: two convs of one input merged, the
 #: smaller kernel enlarged to the other's size (two-output rules), and a grouped conv's groups merged.
 HAND_WRITTEN = ("predefined_multi.txt", "predefined.txt")
+#: The files of TENSAT's experiment set (:func:`tensat`).
+TENSAT_FILES = ("converted.txt", "converted_multi.txt", *HAND_WRITTEN)
 
 
 def taso() -> list[Subst]:
@@ -604,4 +606,4 @@ def taso() -> list[Subst]:
 def tensat() -> list[Subst]:
     """TENSAT's experiment set: ``converted.txt`` (single-pattern), ``converted_multi.txt`` and
     TASO's hand-written rules its experiments add (:data:`HAND_WRITTEN`)."""
-    return [r for file in ("converted.txt", "converted_multi.txt", *HAND_WRITTEN) for r in translation(file).rules]
+    return [r for file in TENSAT_FILES for r in translation(file).rules]
