@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gsl_eq import Workload, models, optimize, rules
 from gsl_eq.extract import DEVICES, GPU, Device, get_cost_model, graph_cost
@@ -76,6 +80,28 @@ def test_a_kernel_that_does_not_fill_the_device_computes_at_the_share_it_fills()
     # on a plain roofline (a device without a thread count) the merge saves two launches only
     roofline = GPU(Device("roofline", peak_flops=14e12, bandwidth=800e9, launch=5e-6))
     assert graph_cost(three, roofline) - graph_cost(merged, roofline) == pytest.approx(2 * 5e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(channels=st.integers(1, 512), size=st.integers(1, 64), kernel=st.sampled_from([1, 3]),
+       outs=st.lists(st.integers(1, 512), min_size=2, max_size=4), device=st.sampled_from(["v100", "a100"]))
+def test_merging_convs_of_one_input_never_costs_more(channels, size, kernel, outs, device):
+    """Whatever the shapes: occupancy never makes a kernel cheaper than its plain roofline, and one
+    conv computing every output channel of several convs of one input (their parts read in place)
+    costs no more than the convs: its arithmetic fills at least the device their largest fills, it
+    reads the input once, and it launches once."""
+    gpu = GPU(device)
+    roofline = GPU(Device("roofline", gpu.device.peak_flops, gpu.device.bandwidth, gpu.device.launch))
+    x = Node.var("x", f32(1, channels, size, size))
+    pad = {"padding": (kernel // 2,) * 4}
+    ws = [Node.var(f"w{i}", f32(o, channels, kernel, kernel)) for i, o in enumerate(outs)]
+    apart = Graph([x, *ws], [Node.tuple([Node.call("relax.nn.conv2d", [x, w], pad) for w in ws])])
+    merged_w = Node.var("w", f32(sum(outs), channels, kernel, kernel))
+    parts = Node.call("relax.split", [Node.call("relax.nn.conv2d", [x, merged_w], pad)],
+                      {"indices_or_sections": tuple(itertools.accumulate(outs))[:-1], "axis": 1})
+    merged = Graph([x, merged_w], [Node.tuple([Node.getitem(parts, k) for k in range(len(outs))])])
+    assert graph_cost(apart, gpu) >= graph_cost(apart, roofline)
+    assert graph_cost(merged, gpu) <= graph_cost(apart, gpu) - (len(outs) - 1) * gpu.device.launch * (1 - 1e-9)
 
 
 def test_a_gemv_is_bound_by_reading_its_weight():
