@@ -495,8 +495,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--cost", choices=COST_MODELS, default=d["cost"],
                        help="the cost model: roofline (time on this CPU from FLOPs and bytes moved), measured "
                             "(each distinct call timed with TVM on this CPU, cached in ~/.cache/gsl_eq), tvm (TVM's "
-                            "fused kernels, scheduled and timed on this CPU), gpu (a V100: kernels by roofline plus "
-                            "a launch, element-wise epilogues fused, splits and views free) or opcount (one per op "
+                            "fused kernels, scheduled and timed on this CPU), gpu (a V100: kernels by roofline at the "
+                            "share of the device their threads fill, plus a launch, element-wise epilogues fused, splits and views free) or opcount (one per op "
                             f"call) (default: {d['cost']})")
     opt = sub.choices["optimize"]
     opt.add_argument("--mode", choices=MODES, default=d["mode"],
