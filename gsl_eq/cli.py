@@ -496,8 +496,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the cost model: roofline (time on this CPU from FLOPs and bytes moved), measured "
                             "(each distinct call timed with TVM on this CPU, cached in ~/.cache/gsl_eq), tvm (TVM's "
                             "fused kernels, scheduled and timed on this CPU), gpu (a V100: kernels by roofline at the "
-                            "share of the device their threads fill, plus a launch, element-wise epilogues fused, splits and views free) or opcount (one per op "
-                            f"call) (default: {d['cost']})")
+                            "share of the device their threads fill, plus a launch, element-wise epilogues fused, "
+                            f"splits and views free) or opcount (one per op call) (default: {d['cost']})")
     opt = sub.choices["optimize"]
     opt.add_argument("--mode", choices=MODES, default=d["mode"],
                      help="saturate: every rule at once in an e-graph, then the cheapest equivalent graph is "

@@ -47,13 +47,12 @@ streaming copy reaches, and the time a launch of an empty kernel takes from a fr
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Collection, Mapping, Sequence
 
 from ..frontend.spec import OpTrait, ops_with_trait
 from ..graph.types import TensorType, Type
-from .work import _nbytes, op_bytes, op_flops
+from .work import _elements, _nbytes, op_bytes, op_flops
 
 __all__ = ["DEVICES", "Device", "GPU"]
 
@@ -156,7 +155,7 @@ class GPU:
         flops = op_flops(op, attrs, inputs, output)
         if d.resident_threads is None or not flops or not isinstance(output, TensorType):
             return flops / d.peak_flops
-        threads = math.prod(output.shape)
+        threads = _elements(output)
         if op == "relax.matmul" and isinstance(inputs[0], TensorType) and inputs[0].shape:
             threads *= min(WARP, inputs[0].shape[-1])
         return flops / (d.peak_flops * min(1.0, threads / d.resident_threads))
