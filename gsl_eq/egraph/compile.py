@@ -65,6 +65,7 @@ from typing import Any, Collection, Iterator
 
 from ..errors import GslEqError
 from ..frontend import Subst, spec
+from ..frontend.check import mirror
 from ..frontend.errors import EvaluationError
 from ..frontend.pat import (Alt, Call, Cond, Const, GetItem, OpWithTrait, Pattern, Tuple, Variable,
                             Variadic, Wildcard)
@@ -165,6 +166,9 @@ class Query:
     #: The slots of each connected part of the source, when it has several (outputs sharing no
     #: node): each part is e-matched alone and its matches are paired (:meth:`program`).
     components: list[list[int]] = field(default_factory=list)
+    #: For a symmetric rule (``Subst(symmetric=True)``): each slot's mirror, the outputs swapped.
+    #: Only matches whose first output's hash is at most the second's are applied.
+    mirror: dict[int, int] | None = None
     variants: dict[tuple, Variant] = field(default_factory=dict)
     seen: set[tuple[int, ...]] = field(default_factory=set)
     #: Per component, the component keys already combined into full keys.
@@ -231,7 +235,27 @@ class Query:
         outputs = [o for o in self.outputs if o in chosen]
         facts.reverse()  # parents before their children: egglog's join order follows, and is faster so
         facts += [f"(!= p{a} p{b})" for a, b in itertools.combinations(outputs, 2)]
+        if slots is None:
+            facts += self.one_of_mirrors()
         return " ".join(facts)
+
+    def one_of_mirrors(self) -> list[str]:
+        """For a symmetric rule, the fact keeping one match of each mirrored pair: the first
+        output's e-class hash is at most the second's (both kept on a tie: nothing is lost)."""
+        if self.mirror is None:
+            return []
+        first, second = self.outputs
+        return [f"(<= (num p{first}) (num p{second}))"]
+
+    def mirrored(self, key: tuple[int, ...]) -> tuple[int, ...]:
+        """The key of a match's mirror (a symmetric rule's outputs swapped)."""
+        assert self.mirror is not None
+        position = list(itertools.accumulate((s.in_key for s in self.slots), initial=0))
+        out = list(key)
+        for slot, image in self.mirror.items():
+            if self.slots[slot].in_key:
+                out[position[slot]] = key[position[image]]
+        return tuple(out)
 
     def key_vars(self, slots: list[int] | None = None) -> str:
         positions = range(self.key_arity) if slots is None else self.key_positions(slots)
@@ -288,7 +312,8 @@ class Query:
             ]
         across = [f"(Apart p{a} p{b})" for a, b in itertools.combinations(self.part_outputs(), 2)]
         acts = " ".join(f"(Act_{self.name}_{c} {self.row(part)})" for c, part in enumerate(self.components))
-        lines.append(f"(rule ({acts} (Pair_{self.name} {key}) {' '.join(across)}) ({row}) :ruleset {rulesets.pair} "
+        lines.append(f"(rule ({acts} (Pair_{self.name} {key}) {' '.join(across + self.one_of_mirrors())}) ({row}) "
+                     f":ruleset {rulesets.pair} "
                      f":name \"search {self.name}\")")
         return "\n".join(lines)
 
@@ -584,8 +609,14 @@ def compile_rule(rule: Subst, index: int, eg: EGraph, max_variadic: int = MAX_VA
             elif s.kind is Kind.TUPLE:
                 eg.declare(Kind.TUPLE, None, len(s.children))
         parts = _components(walk.slots)
+        swap = None
+        if rule.symmetric:
+            swap = mirror(outputs, lambda i: walk.slots[i].children, lambda i: (walk.slots[i].kind, walk.slots[i].op))
+            if swap is None:
+                raise UnsupportedRuleError(f"rule {rule.name} is symmetric, but the e-matched form of its source "
+                                           "is not the same with its outputs swapped")
         queries.append(Query(rule, index, f"r{index}_{len(queries)}", walk.slots, outputs, walk.kept(outputs),
-                             parts if len(parts) > 1 else []))
+                             parts if len(parts) > 1 else [], swap))
     return queries
 
 

@@ -15,7 +15,7 @@ from typing import Iterable
 from egglog import bindings as egg
 
 from .calls import OutOfTime
-from .compile import Query, Rulesets, Variant
+from .compile import Query, Rulesets, UnsupportedRuleError, Variant
 from .egraph import SPAN, head_name, int_literal
 
 
@@ -51,8 +51,9 @@ class KeyDecisions:
                         raise OutOfTime
                     q.seen.add(key)
                     args = [int_literal(v) for v in key]
-                    known = len(q.variants)
                     decision = q.decide(eg, key)
+                    if q.mirror is not None:
+                        self._check_mirror(q, key, decision)
                     if isinstance(decision, str):
                         reasons = rejected.setdefault(name, {})
                         reasons[decision] = reasons.get(decision, 0) + 1
@@ -62,8 +63,7 @@ class KeyDecisions:
                     if q.disconnected:
                         commands.append(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, f"Pair_{q.name}", args))))
                     variant, payloads = decision
-                    if len(q.variants) > known:
-                        self._define(k, q, variant, ["tables", "direct" if self.fast else "apply"])
+                    self._define(k, q, variant, ["tables", "direct" if self.fast else "apply"])  # once per variant
                     ok += 1
                     table = f"{q.name}_{variant.index}"
                     for (kind, op, children), payload in zip(variant.created, payloads):
@@ -75,6 +75,18 @@ class KeyDecisions:
                 accepted[name] = accepted.get(name, 0) + ok
         if commands:
             eg.egg.run_program(*commands)
+
+    def _check_mirror(self, q: Query, key: tuple[int, ...], decision: object) -> None:
+        """A symmetric rule applies one of each mirrored pair of matches: both must be decided alike."""
+        other = q.mirrored(key)
+        if other == key:
+            return
+        verdict = q.decide(self.egraph, other)
+        if isinstance(verdict, str) != isinstance(decision, str):
+            raise UnsupportedRuleError(
+                f"rule {q.rule.name} is symmetric, but of a match and its mirror (the outputs swapped) one is "
+                f"accepted and the other rejected ({decision if isinstance(decision, str) else verdict}): its "
+                "outputs are not interchangeable; build it without symmetric=True")
 
     def _keys(self, *relations: tuple[str, int]) -> list[list[tuple[int, ...]]]:
         """The rows of each (key relation, arity), in one egglog call (only they are read, not the e-graph)."""

@@ -141,6 +141,8 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         accepted: dict[str, int] = {}
         rejected: dict[str, dict[str, int]] = {}
         ticks, reason = [time.perf_counter()], None
+        if any(q.mirror is not None for qs in self.queries for q in qs):
+            eg.number()  # a symmetric rule's matches compare the e-class hashes of their outputs
         if self._fast_possible(n, searched):
             try:
                 fast = self._fast(n, searched, banned, new_keys, accepted, rejected)
@@ -199,6 +201,7 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
     def attribute(self, snap: Snapshot, choice: Mapping[Any, int], classes: Collection[Any]) -> Attribution:
         """:func:`.attribution.attribute` with the provenance rules of every decided variant."""
         self._define_all("provenance")
+        self.egraph.number()
         return attribute(self.egraph, snap, choice, classes)
 
     def _predicted_time(self, size: int) -> float:

@@ -15,7 +15,7 @@ run in the pattern constructors. The checks here need the whole rule:
 
 from __future__ import annotations
 
-from typing import Collection, Sequence
+from typing import Callable, Collection, Hashable, Sequence, TypeVar
 
 from . import attr as A
 from . import spec
@@ -54,6 +54,49 @@ def check_outputs(src: Sequence[Pattern], tgt: Sequence[Pattern], loc: Loc) -> N
         if p in seen:
             raise OutputCountError(f"source output {p!r} is listed twice; each output must be matched to its own node", loc)
         seen.add(p)
+
+
+N = TypeVar("N", bound=Hashable)
+
+
+def mirror(outputs: Sequence[N], inputs: Callable[[N], Sequence[N]], label: Callable[[N], Hashable]) -> dict[N, N] | None:
+    """The involution of a graph's nodes that swaps its two ``outputs`` and keeps every node's
+    ``label`` and ordered ``inputs`` (a node both outputs read maps to itself), or None if there
+    is none. A symmetric rule's source must have one: its matches come in mirrored pairs."""
+    first, second = outputs
+    swap: dict[N, N] = {}
+    todo = [(first, second)]
+    while todo:
+        p, q = todo.pop()
+        if swap.get(p, q) != q or swap.get(q, p) != p:
+            return None
+        if p in swap:
+            continue
+        if label(p) != label(q) or len(inputs(p)) != len(inputs(q)):
+            return None
+        swap[p], swap[q] = q, p
+        todo.extend(zip(inputs(p), inputs(q)))
+    return swap
+
+
+def _mirror_label(p: Pattern) -> Hashable:
+    """What a pattern's mirror must share: its class, op and literal attributes (expressions are
+    compared on matches: saturate mode decides a match's mirror too). A constant mirrors only itself."""
+    literal = tuple(sorted((k, repr(v)) for k, v in p.attrs.items() if not isinstance(v, A.AttrExpr)))
+    return (type(p), p.op if isinstance(p, Call) else None, tuple(sorted(p.attrs)), literal,
+            id(p) if isinstance(p, Const) else None)
+
+
+def check_symmetric(src: PatternGraph, loc: Loc) -> None:
+    """A rule declared symmetric has two source outputs and a :func:`mirror` swapping them."""
+    if len(src.outputs) != 2 or any(isinstance(p, (Variadic, Alt)) for p in src.rpo):
+        raise OutputCountError(
+            f"a symmetric rule needs exactly two source outputs and no variadic or alternative pattern; "
+            f"this source has {len(src.outputs)} output(s)", loc)
+    if mirror(src.outputs, src.preds, _mirror_label) is None:
+        raise SourcePatternError(
+            f"source outputs {src.outputs[0]!r} and {src.outputs[1]!r} are not mirror images (the same ops, "
+            "attributes and inputs with the outputs swapped), so the rule cannot be symmetric", loc)
 
 
 def template_owners(*graphs: PatternGraph) -> dict[Pattern, Variadic]:

@@ -5,6 +5,7 @@
     subst = Subst(src, tgt)                            # variadic outputs
     subst = Subst(a + b, b + a, where=a.shape == b.shape)  # a guard over the matched source
     subst = Subst([relu(a), relu(b)], [s[0], s[1]])    # outputs sharing nothing: saturate mode only
+    subst = Subst([x @ w1, x @ w2], [s[0], s[1]], symmetric=True)  # one of each mirrored pair of matches
 
 Building a rule runs every semantic check (see :mod:`gsl_eq.frontend.check`)
 and precomputes what executors read: the source and target pattern graphs
@@ -47,6 +48,15 @@ class Subst:
     both sides pairs up their instances. ``where`` is a guard (or a list of
     guards): attribute expressions over any source pattern, checked once the
     whole source has matched, e.g. ``where=[a.shape == b.shape, w.ndim == 4]``.
+
+    ``symmetric``: the two source outputs are interchangeable, as in merging two
+    matmuls of one input (``[x @ w1, x @ w2]``): every match has a mirror (the
+    outputs swapped) whose rewrite is the first's mirror image (``concat(w2, w1)``
+    for ``concat(w1, w2)``), so saturate mode applies one of each pair, as TENSAT
+    does for TASO's learned two-output rules: the e-graph grows by half as much,
+    at the same best cost. The source must read the same with its outputs swapped
+    (checked here); saturate mode raises if a guard accepts a match and rejects
+    its mirror. Greedy mode ignores it.
     Raises a :class:`GSLError` subclass naming the faulty element and its line
     when the rule is malformed.
     """
@@ -57,7 +67,7 @@ class Subst:
     _built_at: collections.Counter[str] = collections.Counter()  # unnamed rules per source line
 
     def __init__(self, src: Pattern | Sequence[Pattern], tgt: Pattern | Sequence[Pattern], name: str | None = None,
-                 where: A.AttrExpr | Sequence[A.AttrExpr] = ()):
+                 where: A.AttrExpr | Sequence[A.AttrExpr] = (), symmetric: bool = False):
         self.loc: Loc = user_location()
         #: A name for reports; defaults to the file:line that built the rule, with ``#k`` for
         #: the k-th rule built there (a loop or a helper function builds several on one line).
@@ -76,6 +86,12 @@ class Subst:
         order.run(self.target, known=matched)
         #: Target attribute expressions whose value may be memoized while rewriting.
         self.memoizable = check.memoizable(check.attribute_roots(self.target))
+        if not isinstance(symmetric, bool):
+            raise InvalidOperandError(f"symmetric must be True or False, got {symmetric!r}", self.loc)
+        if symmetric:
+            check.check_symmetric(self.source, self.loc)
+        #: Whether saturate mode applies one of each pair of mirrored matches (``symmetric=``).
+        self.symmetric: bool = symmetric
         #: Templates of every variadic of the rule, each with its variadic.
         self.template_owner: dict[Pattern, Variadic] = owner
         #: The first source output sharing no pattern with those before it, if any: saturate mode
