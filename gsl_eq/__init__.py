@@ -12,7 +12,10 @@ import sys
 import types
 from typing import Any
 
+from . import executors
 from .errors import GslEqError, UnsupportedModuleError, WorkloadError
+
+executors.set_default(f"{__name__}.greedy")  # calling a rule runs greedy mode: wired here, not in the language
 
 #: The names the package exports lazily, by the module that defines them. To export a name, add it here.
 _EXPORTS: dict[str, tuple[str, ...]] = {

@@ -2,7 +2,11 @@
 and no two modules import each other (imports for type checking only are not counted)."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 import gsl_eq
 
@@ -11,7 +15,7 @@ ROOT = Path(gsl_eq.__file__).parent
 #: comes before every executor; saturate mode (egraph) reuses greedy mode's matcher and builder.
 #: The Ray engine (cluster) knows nothing of gsl_eq: the schedule database, compare_orderings,
 #: sweeps and the benchmark suite run their tasks on it.
-LAYERS = ["errors", "limits", "disk_cache", "cluster", "graph", "drawing", "cpu_build", "workload", "models", "frontend", "rules",
+LAYERS = ["errors", "executors", "limits", "disk_cache", "cluster", "graph", "drawing", "cpu_build", "workload", "models", "frontend", "rules",
           "greedy", "soundness", "egraph", "tuning", "schedule_db", "extract", "verify", "selection", "pages", "optimize",
           "orderings", "sweep", "cli"]
 
@@ -62,6 +66,29 @@ def test_each_package_imports_only_packages_before_it():
 def test_the_language_imports_no_executor():
     frontend = {target[0] for module, targets in MODULES.items() if module[0] == "frontend" for target in targets}
     assert not frontend & {"greedy", "egraph", "extract", "optimize", "cluster", "sweep"}
+
+
+def test_the_language_names_no_executor_even_to_import_it_later():
+    for path in (ROOT / "frontend").rglob("*.py"):
+        text = path.read_text()
+        assert "importlib" not in text and "gsl_eq.greedy" not in text, path
+
+
+@pytest.mark.parametrize("imports", ["from gsl_eq import Subst, Workload, op, pat",
+                                     "from gsl_eq.frontend import Subst, op, pat; from gsl_eq.workload import Workload"])
+def test_calling_a_rule_runs_greedy_mode_however_the_language_was_imported(imports):
+    """Greedy mode is the default executor the package wires in, loaded on a rule's first call."""
+    script = f"""{imports}
+import sys
+from tvm import relax
+assert "gsl_eq.greedy" not in sys.modules
+x = pat.Wildcard()
+v = relax.Var("x", relax.TensorType((2, 3), "float32"))
+wl = Workload.from_expr(relax.op.nn.relu(relax.op.nn.relu(v)), {{"x"}})
+print(dict(Subst(op.ReLU(op.ReLU(x)), op.ReLU(x))(wl).graph.op_counts()))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "{'relax.nn.relu': 1}"
 
 
 def test_only_the_engine_imports_ray():

@@ -16,9 +16,9 @@ expressions worth memoizing.
 from __future__ import annotations
 
 import collections
-import importlib
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
+from .. import executors
 from . import attr as A
 from . import check
 from .errors import DisconnectedSourceError, InvalidOperandError, Loc, user_location
@@ -27,17 +27,6 @@ from .pattern_graph import PatternGraph
 
 if TYPE_CHECKING:
     from ..workload import Workload
-
-#: How ``rule(wl)`` runs: registered by an executor (:func:`register_executor`). The language
-#: depends on none; when none is registered yet, the default one is loaded by this name.
-DEFAULT_EXECUTOR = "gsl_eq.greedy"
-_executor: list[Callable[["Subst", "Workload", bool], "Workload"]] = []
-
-
-def register_executor(apply: Callable[["Subst", "Workload", bool], "Workload"]) -> None:
-    """Make ``apply(rule, wl, fold_params)`` what calling a rule on a workload does (greedy mode registers
-    its rewriter when imported)."""
-    _executor[:] = [apply]
 
 
 class Subst:
@@ -139,9 +128,7 @@ class Subst:
         With ``fold_params``, computations on parameters only are then folded
         into new parameters (``v_param_1``, ...), as in GSL.
         """
-        if not _executor:
-            importlib.import_module(DEFAULT_EXECUTOR)
-        return _executor[0](self, wl, fold_params)
+        return executors.apply(self, wl, fold_params)
 
     def _default_name(self) -> str:
         line = f"{self.loc.filename.rsplit('/', 1)[-1]}:{self.loc.lineno}"

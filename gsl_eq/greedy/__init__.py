@@ -2,8 +2,8 @@
 
 from .match import Match, Matcher
 from .rewrite import GreedyResult, greedy, rewrite, rewrite_graph, rewrite_once
-from ..frontend.subst import register_executor
+from .. import executors
 
-register_executor(lambda rule, wl, fold_params: rewrite(wl, rule, fold_params=fold_params)[0])
+executors.register(lambda rule, wl, fold_params: rewrite(wl, rule, fold_params=fold_params)[0])
 
 __all__ = ["GreedyResult", "Match", "Matcher", "greedy", "rewrite", "rewrite_graph", "rewrite_once"]
