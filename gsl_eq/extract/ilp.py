@@ -113,9 +113,9 @@ def ilp_extract(
     put e-classes on a cycle, HiGHS otherwise, fusion rows (:mod:`.fusion`) or not. The
     result's ``solver`` says which ran. (On the 14 gpu e-graphs of TENSAT's graphs under its
     rules, side by side with the same 60 s (BENCHMARKS.md, extraction-gpu), HiGHS found a cost
-    at least as low on every one and proved 12 optimal, CP-SAT 10: it left BERT's, NasRNN's,
-    NasNet-A's and Inception-v3's large ones 0.5-9 % open. CP-SAT was faster on the 44k-e-node
-    ResNeXt-50 and proved the 50k SqueezeNet, which HiGHS left 5.8 % open at the same cost.)
+    at least as low on every one, 2.9 % lower on NasNet-A's 50k-e-node one, which CP-SAT left
+    10.7 % open; each proved 12 optimal. HiGHS left NasRNN's and SqueezeNet's large ones open
+    (2.3 and 5.5 %); CP-SAT proved SqueezeNet's at the same cost.)
 
         >>> from gsl_eq.extract import ENodeCost as N
         >>> ilp_extract({"r": [N(1, ("a", "b"))], "a": [N(1, ("s",)), N(3)],
