@@ -549,6 +549,7 @@ def translate(lhs: list[Term], rhs: list[Term], name: str, symmetric: bool = Fal
     matched = frozenset((*inputs.values(), *source.built.values()))
     target = _Side(inputs, source=False, broadcast=broadcast, where=source.where, matched=matched, matrices=matrices)
     tgt = [target(t) for t in rhs]
+
     def build(mirrored: bool) -> Subst:
         return Subst(src if len(src) > 1 else src[0], tgt if len(tgt) > 1 else tgt[0], name=name,
                      where=source.where, symmetric=mirrored)
