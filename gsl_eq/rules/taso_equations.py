@@ -555,11 +555,12 @@ def translate(lhs: list[Term], rhs: list[Term], name: str, symmetric: bool = Fal
                      where=source.where, symmetric=mirrored)
 
     try:
-        rule = build(False)
-        if symmetric and len(src) == 2 and rule.connected:
+        if symmetric and len(src) == 2:
             with contextlib.suppress(SourcePatternError):  # sources that differ: applied both ways, as TENSAT does
-                return build(True)
-        return rule
+                rule = build(True)
+                if rule.connected:  # merges of two inputs stay both ways (LEARNED_MULTI)
+                    return rule
+        return build(False)
     except GSLError as err:
         raise Untranslatable(f"GSL rejects it: {type(err).__name__}") from err
 
