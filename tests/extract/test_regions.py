@@ -1,0 +1,133 @@
+"""The exact extractor region by region (gsl_eq.extract.regions): where it cuts, and that the
+answer is the one the whole program gives, on chains of blocks like TENSAT's e-graphs."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from gsl_eq.extract import ENodeCost as N, Extraction, dag_cost, ilp_extract
+from gsl_eq.extract import ilp
+from gsl_eq.extract.extractors import Indexed
+from gsl_eq.extract.ilp import _kept_nodes
+from gsl_eq.extract.regions import split
+
+from .test_extractors import brute_force, check
+
+
+def block_chain(blocks: int, seed: int, *, cyclic: bool = False, fusing: bool = False, skip: bool = False):
+    """Blocks that each read the one before through its head ``h{b}``: three branches, each computed
+    alone or as a part of one merged e-node they share (TASO's merges), joined by the head in
+    one of two orders. ``cyclic``: a branch also equals a form of its own head (a cycle inside
+    the block); ``fusing``: e-nodes open kernels and take epilogues inside a block, and the
+    first branch of each block may run in the previous head's kernel; ``skip``: block 2 also
+    reads block 0's merged e-node, so block 1's head no longer cuts the chain."""
+    rng = random.Random(seed)
+    egraph = {"x": [N(0.0)]}
+    previous = "x"
+    for b in range(blocks):
+        merged = f"m{b}"
+        egraph[merged] = [N(rng.uniform(2, 6), (previous,), "merged", opens=fusing)]
+        branches = []
+        for j in range(3):
+            own = f"b{b}_{j}"
+            reads = (previous, "m0") if skip and b == 2 and j == 0 else (previous,)
+            cost = rng.uniform(1, 4)
+            fusible = ((previous, cost / 2),) if fusing and j == 0 and b > 0 else ()
+            egraph[own] = [N(cost, reads, "conv", opens=fusing, fusible=fusible),
+                           N(rng.uniform(0, 1), (merged,), "split")]
+            if fusing:
+                relu = f"r{b}_{j}"
+                cost = rng.uniform(0.5, 1.5)
+                egraph[relu] = [N(cost, (own,), "relu", opens=True, fusible=((own, cost * 0.8),), prologue=cost * 0.5)]
+                own = relu
+            branches.append(own)
+        head = f"h{b}"
+        egraph[head] = [N(rng.uniform(0.5, 2), tuple(branches), "concat"),
+                        N(rng.uniform(0.5, 2), tuple(reversed(branches)), "concat")]
+        if cyclic:
+            egraph[branches[1]].append(N(rng.uniform(0, 3), (head,), "slice"))
+        previous = head
+    egraph["out"] = [N(1.0, (previous,), "relu")]
+    return egraph, ["out"]
+
+
+def regions_of(egraph, roots, min_nodes=1):
+    graph = Indexed(egraph)
+    positions = graph.root_positions(roots)
+    parts = split(graph, _kept_nodes(graph, positions), positions, min_nodes)
+    name = graph.classes.__getitem__
+    return [(None if p.head is None else name(p.head), sorted(map(name, p.classes)), sorted(map(name, p.below)))
+            for p in parts]
+
+
+def test_a_chain_is_cut_at_each_head():
+    egraph, roots = block_chain(4, 0)
+    parts = regions_of(egraph, roots)
+    assert [head for head, _, _ in parts] == ["x", "h0", "h1", "h2", "h3", None]
+    assert [below for _, _, below in parts] == [[], ["x"], ["h0"], ["h1"], ["h2"], ["h3"]]
+    assert parts[2][1] == ["b1_0", "b1_1", "b1_2", "h1", "m1"]
+    assert parts[-1][1] == ["out"]  # a root is never a cut
+
+
+def test_small_regions_join_the_region_above():
+    egraph, roots = block_chain(4, 0)
+    graph = Indexed(egraph)
+    sizes = [len(p.classes) for p in split(graph, _kept_nodes(graph, [graph.position["out"]]),
+                                           [graph.position["out"]], 12)]
+    assert sizes == [11, 10, 1]  # x and blocks 0-1 (19 e-nodes); blocks 2-3; the root's region
+    assert len(split(graph, _kept_nodes(graph, [graph.position["out"]]), [graph.position["out"]], 10**6)) == 1
+
+
+def test_a_head_read_from_above_or_fused_into_its_reader_is_no_cut():
+    egraph, roots = block_chain(4, 1, skip=True)
+    heads = [head for head, _, _ in regions_of(egraph, roots)]
+    assert "h0" not in heads and "h1" not in heads and "h2" in heads  # block 2 reads m0, inside block 0
+    egraph, roots = block_chain(4, 1, fusing=True)
+    heads = [head for head, _, _ in regions_of(egraph, roots)]
+    assert not {"h0", "h1", "h2"} & set(heads) and "h3" in heads  # b{b}_0 may run in h{b-1}'s kernel
+
+
+@pytest.fixture
+def whole_and_split(monkeypatch):
+    """ilp_extract solving the whole program, then region by region (the fork inherits the patch)."""
+
+    def solve(egraph, roots):
+        monkeypatch.setattr(ilp, "REGION_NODES", 10**9)
+        whole = ilp_extract(egraph, roots)
+        monkeypatch.setattr(ilp, "REGION_NODES", 1)
+        return whole, ilp_extract(egraph, roots)
+
+    return solve
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("shape", [{}, {"cyclic": True}, {"fusing": True}, {"skip": True}])
+def test_by_regions_the_whole_programs_optimum(whole_and_split, seed, shape):
+    egraph, roots = block_chain(6, seed, **shape)
+    whole, by_regions = whole_and_split(egraph, roots)
+    assert whole.status == by_regions.status == "optimal" and by_regions.gap == 0.0
+    assert by_regions.cost == pytest.approx(whole.cost, rel=1e-9)
+    assert by_regions.cost == pytest.approx(dag_cost(egraph, roots, by_regions.choice))
+    if not shape.get("fusing"):
+        check(egraph, roots, by_regions)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_by_regions_against_brute_force(monkeypatch, seed):
+    egraph, roots = block_chain(2, seed, cyclic=True)
+    monkeypatch.setattr(ilp, "REGION_NODES", 1)
+    assert len(regions_of(egraph, roots)) == 4
+    assert ilp_extract(egraph, roots).cost == pytest.approx(brute_force(egraph, roots))
+
+
+def test_regions_share_the_time_limit(monkeypatch):
+    """With no time, every region keeps its greedy choice: still a whole, acyclic extraction."""
+    egraph, roots = block_chain(30, 3, cyclic=True)
+    monkeypatch.setattr(ilp, "REGION_NODES", 1)
+    _, [(chosen, status, _, _)] = ilp._solve(egraph, roots, {}, deadline=0.0)
+    classes = list(egraph)
+    choice = {classes[position]: index for position, index in chosen}
+    assert status == "time limit"
+    check(egraph, roots, Extraction(choice, dag_cost(egraph, roots, choice), "ilp", 0.0))
