@@ -8,10 +8,13 @@ process and kills it when time is up, so a deadline is kept whatever the functio
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
-from typing import Callable, TypeVar
+import signal
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -31,6 +34,7 @@ def run_bounded(fn: Callable[[], T], seconds: float) -> T | None:
     receive, send = context.Pipe(duplex=False)
 
     def child() -> None:
+        os.setpgid(0, 0)  # its own process group, so that its workers are stopped with it
         try:
             outcome = (True, fn())
         except BaseException as error:  # noqa: BLE001 - handed to the parent as it is
@@ -38,7 +42,8 @@ def run_bounded(fn: Callable[[], T], seconds: float) -> T | None:
         send.send(outcome)
         os._exit(0)
 
-    process = context.Process(target=child, daemon=True)
+    # not a daemon, so that it may fork workers (:func:`run_parallel`); it is killed below all the same
+    process = context.Process(target=child)
     # A fork has only the forking thread: anything that waits on the parent's thread pools hangs, as
     # freeing an egglog e-graph does (rayon). So the child never collects garbage (it is forked with
     # the collector off) and skips clean-up at exit.
@@ -62,6 +67,32 @@ def run_bounded(fn: Callable[[], T], seconds: float) -> T | None:
         return value
     finally:
         if process.is_alive():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
             process.kill()
         process.join()
         receive.close()
+
+
+_task: Callable[[int], object] | None = None
+
+
+def _run_task(index: int) -> tuple[int, object]:
+    assert _task is not None
+    return index, _task(index)
+
+
+def run_parallel(task: Callable[[int], T], count: int, workers: int) -> Iterator[tuple[int, T]]:
+    """``(i, task(i))`` for ``i`` in ``range(count)``, as they finish, computed by ``workers``
+    forked processes (here, in order, with one worker or without fork). ``task`` is
+    inherited by the forks, not pickled; its results must pickle."""
+    global _task
+    if workers <= 1 or count <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        yield from ((index, task(index)) for index in range(count))
+        return
+    _task = task
+    try:
+        with multiprocessing.get_context("fork").Pool(min(workers, count)) as pool:
+            yield from pool.imap_unordered(_run_task, range(count))
+    finally:
+        _task = None

@@ -52,7 +52,7 @@ import highspy
 import numpy as np
 from scipy import sparse
 
-from .bounded import run_bounded
+from .bounded import run_bounded, run_parallel
 from .cpsat import CpSatProgram, cyclic_parts
 from .extractors import (
     ENodeCost, Extraction, ExtractGraph, Indexed, _bottom_up, _extraction, _tree_values, _walk, dag_cost, greedy_dag_extract,
@@ -547,51 +547,90 @@ def _solve_regions(
     egraph: ExtractGraph, graph: Indexed, nodes: list[int], parts: list[Region], roots: Sequence[Hashable],
     deadline: float, solver: str,
 ) -> list[Outcome]:
-    """One extraction, region by region, each after those it reads: a region's program sees the
-    head of each region below it as a leaf class costing that region's answer. Each gets a share
-    of the time left by the size of its program; one that finds nothing keeps its greedy DAG
-    choice. The lower bound: each region's, less what the regions it reads may have
-    overpaid (their cost less their lower bound)."""
+    """One extraction, region by region: each region's program sees the head of each region it
+    reads as a leaf class. Where every region's terms contain the heads it reads (its answer
+    does not depend on what they cost: Inception's blocks, NasRNN's cells), the leaves cost
+    nothing and the regions are solved at once, one per core, each within its share of the time
+    by the size of its program; the cost and the lower bound are the regions' sums. Otherwise
+    they are solved in order, each leaf costing its region's answer, each region within its
+    share of the time left, and a region's lower bound is its own less what the regions it
+    reads may have overpaid. A region that finds nothing keeps its greedy DAG choice."""
     kept = defaultdict(list)
     for node in nodes:
         kept[graph.node_class[node]].append(node)
-    cost: dict[int, float] = {}  # per region head: its answer's cost
-    lower: dict[int, float | None] = {}
-    chosen: dict[Hashable, int] = {}
-    statuses, cuts = set(), 0
-    left = sum(len(kept[cls]) for part in parts for cls in part.classes)
-    for part in parts:
-        sub: dict[Hashable, list[ENodeCost]] = {
-            graph.classes[cls]: [egraph[graph.classes[cls]][graph.node_index[node]] for node in kept[cls]]
-            for cls in part.classes}
-        sub.update((graph.classes[head], [ENodeCost(cost[head])]) for head in part.below)
-        heads = roots if part.head is None else [graph.classes[part.head]]
-        size = sum(len(kept[cls]) for cls in part.classes)
-        now = time.perf_counter()
-        share = now + (deadline - now) * size / left
-        left -= size
+    size = [sum(len(kept[cls]) for cls in part.classes) for part in parts]
+    heads = [roots if part.head is None else [graph.classes[part.head]] for part in parts]
+
+    def region(index: int, leaf_cost: Mapping[int, float]) -> dict[Hashable, list[ENodeCost]]:
+        part = parts[index]
+        sub = {graph.classes[cls]: [egraph[graph.classes[cls]][graph.node_index[node]] for node in kept[cls]]
+               for cls in part.classes}
+        sub.update((graph.classes[head], [ENodeCost(leaf_cost[head])]) for head in part.below)
+        return sub
+
+    def solve(index: int, leaf_cost: Mapping[int, float], until: float) -> tuple:
+        """(its chosen (class position, e-node index) pairs, leaves left out; cost; status; bound; cuts)"""
+        highspy.Highs.resetGlobalScheduler(False)  # in a fork of a process that may have run HiGHS
+        sub = region(index, leaf_cost)
         with without_gc():
             sub_graph = Indexed(sub)
-            positions = sub_graph.root_positions(heads)
-            warm = greedy_dag_extract(sub, heads)
-            start = {sub_graph.position[cls]: sub_graph.class_nodes[sub_graph.position[cls]][index]
-                     for cls, index in warm.choice.items()}
-        answer, status, bound, part_cuts = _search(
-            sub, heads, sub_graph, _kept_nodes(sub_graph, positions), start, share, 1, solver)[0]
-        cuts += part_cuts
+            positions = sub_graph.root_positions(heads[index])
+            warm = greedy_dag_extract(sub, heads[index])
+            start = {sub_graph.position[cls]: sub_graph.class_nodes[sub_graph.position[cls]][i]
+                     for cls, i in warm.choice.items()}
+        answer, status, bound, cuts = _search(
+            sub, heads[index], sub_graph, _kept_nodes(sub_graph, positions), start, until, 1, solver)[0]
         if answer is None:
             answer, status, bound = list(warm.choice.items()), "time limit", None
-        statuses.add(status)
-        below = {graph.classes[head] for head in part.below}
-        chosen.update((cls, graph.node_index[kept[graph.position[cls]][index]])
-                      for cls, index in answer if cls not in below)
-        key = -1 if part.head is None else part.head
-        cost[key] = dag_cost(sub, heads, dict(answer))
-        known = bound is not None and all(lower[head] is not None for head in part.below)
-        lower[key] = bound - sum(cost[head] - lower[head] for head in part.below) if known else None
+        leaves = {graph.classes[head] for head in parts[index].below}
+        chosen = [(graph.position[cls], graph.node_index[kept[graph.position[cls]][i]])
+                  for cls, i in answer if cls not in leaves]
+        return chosen, dag_cost(sub, heads[index], dict(answer)), status, bound, cuts
+
+    free = dict.fromkeys((head for part in parts for head in part.below), 0.0)
+    if all(_always_read(region(index, free), heads[index], [graph.classes[h] for h in part.below])
+           for index, part in enumerate(parts)):
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        began, total = time.perf_counter(), sum(size)
+
+        def task(index: int) -> tuple:
+            share = (deadline - began) * min(workers, len(parts)) * size[index] / total
+            return solve(index, free, min(deadline, time.perf_counter() + share))
+
+        answers = [answer for _, answer in sorted(run_parallel(task, len(parts), workers))]
+        known = all(answer[3] is not None for answer in answers)
+        lower = sum(answer[3] for answer in answers) if known else None
+    else:
+        paid: dict[int, float] = {}  # per region head: its answer's cost
+        bounds: dict[int, float | None] = {}
+        answers, left = [], sum(size)
+        for index, part in enumerate(parts):
+            now = time.perf_counter()
+            answer = solve(index, paid, now + (deadline - now) * size[index] / left)
+            left -= size[index]
+            answers.append(answer)
+            key = -1 if part.head is None else part.head
+            bound, known = answer[3], all(bounds[head] is not None for head in part.below)
+            paid[key] = answer[1]
+            bounds[key] = (bound - sum(paid[head] - bounds[head] for head in part.below)
+                           if bound is not None and known else None)
+        lower = bounds[-1]
+    chosen = {graph.classes[cls]: index for answer in answers for cls, index in answer[0]}
     order, _ = _walk(egraph, roots, chosen)
-    status = "optimal" if statuses == {"optimal"} else "time limit"
-    return [([(cls, chosen[cls]) for cls in order], status, lower[-1], cuts)]
+    status = "optimal" if all(answer[2] == "optimal" for answer in answers) else "time limit"
+    return [([(cls, chosen[cls]) for cls in order], status, lower, sum(answer[4] for answer in answers))]
+
+
+def _always_read(egraph: ExtractGraph, roots: Sequence[Hashable], leaves: Sequence[Hashable]) -> bool:
+    """Whether every choice for ``roots`` uses every class of ``leaves``: each is contained in
+    every term of one of the roots (:func:`.implied.contained`)."""
+    if not leaves:
+        return True
+    graph = Indexed(egraph)
+    positions = graph.root_positions(roots)
+    found = contained(graph, _kept_nodes(graph, positions))
+    return all(any(graph.position[leaf] == root or found.sets.get(root, 0) >> found.index[graph.position[leaf]] & 1
+                   for root in positions) for leaf in leaves if graph.position[leaf] in found.index)
 
 
 def _cycles(graph: Indexed, roots: list[int], choice: dict[int, int]) -> list[list[int]]:

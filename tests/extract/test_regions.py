@@ -16,13 +16,15 @@ from gsl_eq.extract.regions import split
 from .test_extractors import brute_force, check
 
 
-def block_chain(blocks: int, seed: int, *, cyclic: bool = False, fusing: bool = False, skip: bool = False):
+def block_chain(blocks: int, seed: int, *, cyclic: bool = False, fusing: bool = False, skip: bool = False,
+                bypass: bool = False):
     """Blocks that each read the one before through its head ``h{b}``: three branches, each computed
     alone or as a part of one merged e-node they share (TASO's merges), joined by the head in
     one of two orders. ``cyclic``: a branch also equals a form of its own head (a cycle inside
     the block); ``fusing``: e-nodes open kernels and take epilogues inside a block, and the
     first branch of each block may run in the previous head's kernel; ``skip``: block 2 also
-    reads block 0's merged e-node, so block 1's head no longer cuts the chain."""
+    reads block 0's merged e-node, so block 1's head no longer cuts the chain; ``bypass``: each head
+    may also be read from a constant, so that what the head below costs matters."""
     rng = random.Random(seed)
     egraph = {"x": [N(0.0)]}
     previous = "x"
@@ -48,6 +50,9 @@ def block_chain(blocks: int, seed: int, *, cyclic: bool = False, fusing: bool = 
                         N(rng.uniform(0.5, 2), tuple(reversed(branches)), "concat")]
         if cyclic:
             egraph[branches[1]].append(N(rng.uniform(0, 3), (head,), "slice"))
+        if bypass:
+            egraph[f"k{b}"] = [N(0.0)]
+            egraph[head].append(N(rng.uniform(5, 9) * (b + 1), (f"k{b}",), "direct"))
         previous = head
     egraph["out"] = [N(1.0, (previous,), "relu")]
     return egraph, ["out"]
@@ -103,7 +108,7 @@ def whole_and_split(monkeypatch):
 
 
 @pytest.mark.parametrize("seed", range(12))
-@pytest.mark.parametrize("shape", [{}, {"cyclic": True}, {"fusing": True}, {"skip": True}])
+@pytest.mark.parametrize("shape", [{}, {"cyclic": True}, {"fusing": True}, {"skip": True}, {"bypass": True}])
 def test_by_regions_the_whole_programs_optimum(whole_and_split, seed, shape):
     egraph, roots = block_chain(6, seed, **shape)
     whole, by_regions = whole_and_split(egraph, roots)

@@ -1,0 +1,40 @@
+"""Forked computations: a bounded one (run_bounded) and a parallel map (run_parallel), also nested."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+
+from gsl_eq.extract.bounded import run_bounded, run_parallel
+
+
+def test_run_parallel_maps_every_index_in_worker_processes():
+    data = [3, 1, 4, 1, 5]  # inherited by the forks, not pickled
+    done = dict(run_parallel(lambda i: (data[i] ** 2, os.getpid()), len(data), 2))
+    assert sorted(done) == list(range(5))
+    assert [done[i][0] for i in range(5)] == [9, 1, 16, 1, 25]
+    assert os.getpid() not in {pid for _, pid in done.values()}
+
+
+def test_run_parallel_with_one_worker_runs_here_in_order():
+    assert list(run_parallel(lambda i: (i, os.getpid()), 3, 1)) == [(i, (i, os.getpid())) for i in range(3)]
+
+
+def test_a_bounded_computation_may_map_in_parallel_and_is_still_stopped():
+    assert run_bounded(lambda: sorted(v for _, v in run_parallel(lambda i: i * i, 4, 2)), 60) == [0, 1, 4, 9]
+
+
+def test_a_stopped_computation_stops_its_workers(tmp_path):
+    def sleep(i: int) -> None:
+        (tmp_path / f"{i}").write_text(str(os.getpid()))
+        time.sleep(60)
+
+    started = time.perf_counter()
+    assert run_bounded(lambda: list(run_parallel(sleep, 2, 2)), 2.0) is None
+    assert time.perf_counter() - started < 10
+    time.sleep(0.5)
+    for i in range(2):
+        pid = int((tmp_path / f"{i}").read_text())
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
