@@ -622,15 +622,29 @@ def _solve_regions(
 
 
 def _always_read(egraph: ExtractGraph, roots: Sequence[Hashable], leaves: Sequence[Hashable]) -> bool:
-    """Whether every choice for ``roots`` uses every class of ``leaves``: each is contained in
-    every term of one of the roots (:func:`.implied.contained`)."""
-    if not leaves:
-        return True
-    graph = Indexed(egraph)
-    positions = graph.root_positions(roots)
-    found = contained(graph, _kept_nodes(graph, positions))
-    return all(any(graph.position[leaf] == root or found.sets.get(root, 0) >> found.index[graph.position[leaf]] & 1
-                   for root in positions) for leaf in leaves if graph.position[leaf] in found.index)
+    """Whether every term of some root contains each class of ``leaves``: without the leaf, that
+    root has no term (the least fixpoint of "a class has a term if one of its e-nodes' children
+    all have one", over ``egraph``'s finite e-nodes)."""
+    readers: dict[Hashable, list[tuple[Hashable, int]]] = defaultdict(list)
+    for cls, nodes in egraph.items():
+        for k, node in enumerate(nodes):
+            for child in set(node.children):
+                readers[child].append((cls, k))
+    for leaf in leaves:
+        missing = {(cls, k): len(set(node.children)) for cls, nodes in egraph.items()
+                   for k, node in enumerate(nodes) if node.cost < math.inf}
+        done = {cls for (cls, _), count in missing.items() if count == 0 and cls != leaf}
+        todo = list(done)
+        while todo:
+            for reader in readers[todo.pop()]:
+                if reader in missing:
+                    missing[reader] -= 1
+                    if missing[reader] == 0 and reader[0] not in done and reader[0] != leaf:
+                        done.add(reader[0])
+                        todo.append(reader[0])
+        if leaf not in roots and all(root in done for root in roots):
+            return False
+    return True
 
 
 def _cycles(graph: Indexed, roots: list[int], choice: dict[int, int]) -> list[list[int]]:
