@@ -103,7 +103,7 @@ SOLVERS = ("auto", "highs", "cp-sat")
 
 def ilp_extract(
     egraph: ExtractGraph, roots: Sequence[Hashable], time_limit: float = 60.0, warm_start: Extraction | None = None,
-    solver: str = "auto",
+    solver: str = "auto", regions: bool = True,
 ) -> Extraction:
     """The extraction of least DAG cost, or the best HiGHS finds within ``time_limit`` seconds.
 
@@ -123,17 +123,21 @@ def ilp_extract(
     10.7 % open; each proved 12 optimal. HiGHS left NasRNN's and SqueezeNet's large ones open
     (2.3 and 5.5 %); CP-SAT proved SqueezeNet's at the same cost.)
 
+    ``regions``: a large e-graph is solved region by region where it has regions
+    (:mod:`.regions`), with the same optimum; the result's ``regions`` counts the programs
+    solved (1: one for the whole). False solves it whole.
+
         >>> from gsl_eq.extract import ENodeCost as N
         >>> ilp_extract({"r": [N(1, ("a", "b"))], "a": [N(1, ("s",)), N(3)],
         ...              "b": [N(1, ("s",)), N(3)], "s": [N(3)]}, ["r"]).cost
         6.0
     """
-    return ilp_candidates(egraph, roots, 1, time_limit, warm_start, solver)[0]
+    return ilp_candidates(egraph, roots, 1, time_limit, warm_start, solver, regions)[0]
 
 
 def ilp_candidates(
     egraph: ExtractGraph, roots: Sequence[Hashable], k: int, time_limit: float = 60.0,
-    warm_start: Extraction | None = None, solver: str = "auto",
+    warm_start: Extraction | None = None, solver: str = "auto", regions: bool = True,
 ) -> list[Extraction]:
     """Up to ``k`` extractions with distinct chosen graphs in non-decreasing DAG cost:
     :func:`ilp_extract`'s, then the next best ones, all found within ``time_limit`` seconds.
@@ -147,7 +151,8 @@ def ilp_candidates(
     warm start if HiGHS found nothing, or overran the limit (its process is stopped, and
     what it found is lost). ``status`` ("optimal": proved cheapest of the graphs not
     found before), ``gap`` and ``cycle_cuts`` are as in :func:`ilp_extract`, per graph;
-    ``time`` is the whole search's; ``warm_start``, ``solver`` and the errors are as there too.
+    ``time`` is the whole search's; ``warm_start``, ``solver`` and the errors are as there too,
+    and ``regions`` (only one graph, the first, is found region by region).
 
         >>> from gsl_eq.extract import ENodeCost as N
         >>> egraph = {"r": [N(1, ("a",))], "a": [N(1, ("x",)), N(2, ("y",)), N(5)], "x": [N(1)], "y": [N(1)]}
@@ -171,15 +176,16 @@ def ilp_candidates(
 
     deadline = start + time_limit
     # told to finish a little early, so that its answer arrives before the deadline
-    solved = run_bounded(lambda: _solve(egraph, roots, fallback, deadline - 0.1 * time_limit, k, solver),
+    solved = run_bounded(lambda: _solve(egraph, roots, fallback, deadline - 0.1 * time_limit, k, solver, regions),
                          deadline - time.perf_counter())
-    used_solver, outcomes = solved if solved is not None else (
-        "" if solver == "auto" else solver, [(None, "time limit", None, None)])
+    used_solver, outcomes, programs = solved if solved is not None else (
+        "" if solver == "auto" else solver, [(None, "time limit", None, None)], None)
     classes = list(egraph)
 
     def extraction(choice: Mapping[Hashable, int], status: str, lower_bound: float | None,
                    cuts: int | None) -> Extraction:
-        result = _extraction("ilp", egraph, roots, choice, start, status=status, cycle_cuts=cuts, solver=used_solver)
+        result = _extraction("ilp", egraph, roots, choice, start, status=status, cycle_cuts=cuts, solver=used_solver,
+                             regions=programs)
         result.gap = 0.0 if status == "optimal" else _relative_gap(result.cost, lower_bound)
         return result
 
@@ -464,11 +470,11 @@ def _undominated(graph: Indexed, nodes: list[int]) -> list[int]:
 
 def _solve(
     egraph: ExtractGraph, roots: Sequence[Hashable], fallback: dict[Hashable, int], deadline: float, k: int = 1,
-    solver: str = "auto",
-) -> tuple[str, list[tuple[list[tuple[int, int]] | None, str, float | None, int]]]:
+    solver: str = "auto", regions: bool = True,
+) -> tuple[str, list[tuple[list[tuple[int, int]] | None, str, float | None, int]], int]:
     """Build and solve the program, cutting off the cycles of each solution until one is
     acyclic, then that solution by a no-good cut, until ``k`` are found. Returns the solver
-    used and, per solution, (the choice as (class position, e-node index) pairs; status;
+    used, the programs solved and, per solution, (the choice as (class position, e-node index) pairs; status;
     lower bound; cycle cuts so far), then, if fewer than ``k``, why not, with None for the
     choice (status ``"exhausted"`` when the solver proved there is no other). Positions
     index ``list(egraph)``, so the answer crosses a process boundary. A single extraction
@@ -483,14 +489,14 @@ def _solve(
         if solver == "auto":
             solver = "cp-sat" if _cyclic(graph, nodes) else "highs"
         parts = split(graph, nodes, root_positions, max(1, REGION_NODES // 4)) if (
-            k == 1 and len(nodes) >= REGION_NODES) else []
+            regions and k == 1 and len(nodes) >= REGION_NODES) else []
     if len(parts) > 1:
         outcome = _solve_regions(egraph, graph, nodes, parts, roots, deadline, solver)
     else:
         start = {graph.position[cls]: graph.class_nodes[graph.position[cls]][index] for cls, index in fallback.items()}
         outcome = _search(egraph, roots, graph, nodes, start, deadline, k, solver)
     return solver, [(None if chosen is None else [(graph.position[cls], index) for cls, index in chosen],
-                     status, bound, cuts) for chosen, status, bound, cuts in outcome]
+                     status, bound, cuts) for chosen, status, bound, cuts in outcome], max(len(parts), 1)
 
 
 Outcome = tuple[list[tuple[Hashable, int]] | None, str, float | None, int]
@@ -550,8 +556,8 @@ def _solve_regions(
     """One extraction, region by region: each region's program sees the head of each region it
     reads as a leaf class. Where every region's terms contain the heads it reads (its answer
     does not depend on what they cost: Inception's blocks, NasRNN's cells), the leaves cost
-    nothing and the regions are solved at once, one per core, each within its share of the time
-    by the size of its program; the cost and the lower bound are the regions' sums. Otherwise
+    nothing and the regions are solved at once, one per core, largest first, each within its
+    share of the time by the size of its program; the cost and the lower bound are the regions' sums. Otherwise
     they are solved in order, each leaf costing its region's answer, each region within its
     share of the time left, and a region's lower bound is its own less what the regions it
     reads may have overpaid. A region that finds nothing keeps its greedy DAG choice."""
@@ -593,11 +599,14 @@ def _solve_regions(
         workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         began, total = time.perf_counter(), sum(size)
 
-        def task(index: int) -> tuple:
+        largest_first = sorted(range(len(parts)), key=lambda index: -size[index])
+
+        def task(rank: int) -> tuple:
+            index = largest_first[rank]
             share = (deadline - began) * min(workers, len(parts)) * size[index] / total
             return solve(index, free, min(deadline, time.perf_counter() + share))
 
-        answers = [answer for _, answer in sorted(run_parallel(task, len(parts), workers))]
+        answers = [answer for _, answer in run_parallel(task, len(parts), workers)]
         known = all(answer[3] is not None for answer in answers)
         lower = sum(answer[3] for answer in answers) if known else None
     else:

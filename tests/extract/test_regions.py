@@ -99,10 +99,10 @@ def whole_and_split(monkeypatch):
     """ilp_extract solving the whole program, then region by region (the fork inherits the patch)."""
 
     def solve(egraph, roots):
-        monkeypatch.setattr(ilp, "REGION_NODES", 10**9)
-        whole = ilp_extract(egraph, roots)
         monkeypatch.setattr(ilp, "REGION_NODES", 1)
-        return whole, ilp_extract(egraph, roots)
+        whole, by_regions = ilp_extract(egraph, roots, regions=False), ilp_extract(egraph, roots)
+        assert whole.regions == 1 and by_regions.regions == len(regions_of(egraph, roots)) > 1
+        return whole, by_regions
 
     return solve
 
@@ -131,7 +131,8 @@ def test_regions_share_the_time_limit(monkeypatch):
     """With no time, every region keeps its greedy choice: still a whole, acyclic extraction."""
     egraph, roots = block_chain(30, 3, cyclic=True)
     monkeypatch.setattr(ilp, "REGION_NODES", 1)
-    _, [(chosen, status, _, _)] = ilp._solve(egraph, roots, {}, deadline=0.0)
+    _, [(chosen, status, _, _)], programs = ilp._solve(egraph, roots, {}, deadline=0.0)
+    assert programs == 31
     classes = list(egraph)
     choice = {classes[position]: index for position, index in chosen}
     assert status == "time limit"
