@@ -45,22 +45,21 @@ import math
 import os
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 
 import highspy
 import numpy as np
 from scipy import sparse
 
-from .bounded import run_bounded, run_parallel
+from .bounded import run_bounded
 from .cpsat import CpSatProgram, cyclic_parts
 from .extractors import (
-    ENodeCost, Extraction, ExtractGraph, Indexed, _bottom_up, _extraction, _tree_values, _walk, dag_cost, greedy_dag_extract,
+    Extraction, ExtractGraph, Indexed, _bottom_up, _extraction, _tree_values, _walk, dag_cost, greedy_dag_extract,
     is_acyclic, without_gc,
 )
 from .fusion import fusion_rows, fusion_terms, max_saving, taken
 from .implied import contained, implied_rows
-from .regions import Region, split
+from .regions import solve_regions, split
 
 __all__ = ["ilp_candidates", "ilp_extract"]
 
@@ -491,7 +490,21 @@ def _solve(
         parts = split(graph, nodes, root_positions, max(1, REGION_NODES // 4)) if (
             regions and k == 1 and len(nodes) >= REGION_NODES) else []
     if len(parts) > 1:
-        outcome = _solve_regions(egraph, graph, nodes, parts, roots, deadline, solver)
+
+        def search(sub: ExtractGraph, heads: Sequence[Hashable], until: float) -> Outcome:
+            highspy.Highs.resetGlobalScheduler(False)  # in a fork of a process that may have run HiGHS
+            with without_gc():
+                sub_graph = Indexed(sub)
+                warm = greedy_dag_extract(sub, heads)
+                start = {sub_graph.position[cls]: sub_graph.class_nodes[sub_graph.position[cls]][index]
+                         for cls, index in warm.choice.items()}
+                kept = _kept_nodes(sub_graph, sub_graph.root_positions(heads))
+            found = _search(sub, heads, sub_graph, kept, start, until, 1, solver)[0]
+            return found if found[0] is not None else (list(warm.choice.items()), "time limit", None, found[3])
+
+        chosen, status, bound, cuts = solve_regions(egraph, graph, nodes, parts, roots, deadline, search)
+        order, _ = _walk(egraph, roots, chosen)
+        outcome = [([(cls, chosen[cls]) for cls in order], status, bound, cuts)]
     else:
         start = {graph.position[cls]: graph.class_nodes[graph.position[cls]][index] for cls, index in fallback.items()}
         outcome = _search(egraph, roots, graph, nodes, start, deadline, k, solver)
@@ -547,113 +560,6 @@ def _search(
 #: regions of at least a quarter of that. HiGHS solves NasRNN's 2,177 e-nodes in 0.5 s, and in 0.8 to
 #: 1.8 s as regions of 200 to 1,000: below some thousands, a program of its own costs more than it saves.
 REGION_NODES = 4000
-
-
-def _solve_regions(
-    egraph: ExtractGraph, graph: Indexed, nodes: list[int], parts: list[Region], roots: Sequence[Hashable],
-    deadline: float, solver: str,
-) -> list[Outcome]:
-    """One extraction, region by region: each region's program sees the head of each region it
-    reads as a leaf class. Where every region's terms contain the heads it reads (its answer
-    does not depend on what they cost: Inception's blocks, NasRNN's cells), the leaves cost
-    nothing and the regions are solved at once, one per core, largest first, each within its
-    share of the time by the size of its program; the cost and the lower bound are the regions' sums. Otherwise
-    they are solved in order, each leaf costing its region's answer, each region within its
-    share of the time left, and a region's lower bound is its own less what the regions it
-    reads may have overpaid. A region that finds nothing keeps its greedy DAG choice."""
-    kept = defaultdict(list)
-    for node in nodes:
-        kept[graph.node_class[node]].append(node)
-    size = [sum(len(kept[cls]) for cls in part.classes) for part in parts]
-    heads = [roots if part.head is None else [graph.classes[part.head]] for part in parts]
-
-    def region(index: int, leaf_cost: Mapping[int, float]) -> dict[Hashable, list[ENodeCost]]:
-        part = parts[index]
-        sub = {graph.classes[cls]: [egraph[graph.classes[cls]][graph.node_index[node]] for node in kept[cls]]
-               for cls in part.classes}
-        sub.update((graph.classes[head], [ENodeCost(leaf_cost[head])]) for head in part.below)
-        return sub
-
-    def solve(index: int, leaf_cost: Mapping[int, float], until: float) -> tuple:
-        """(its chosen (class position, e-node index) pairs, leaves left out; cost; status; bound; cuts)"""
-        highspy.Highs.resetGlobalScheduler(False)  # in a fork of a process that may have run HiGHS
-        sub = region(index, leaf_cost)
-        with without_gc():
-            sub_graph = Indexed(sub)
-            positions = sub_graph.root_positions(heads[index])
-            warm = greedy_dag_extract(sub, heads[index])
-            start = {sub_graph.position[cls]: sub_graph.class_nodes[sub_graph.position[cls]][i]
-                     for cls, i in warm.choice.items()}
-        answer, status, bound, cuts = _search(
-            sub, heads[index], sub_graph, _kept_nodes(sub_graph, positions), start, until, 1, solver)[0]
-        if answer is None:
-            answer, status, bound = list(warm.choice.items()), "time limit", None
-        leaves = {graph.classes[head] for head in parts[index].below}
-        chosen = [(graph.position[cls], graph.node_index[kept[graph.position[cls]][i]])
-                  for cls, i in answer if cls not in leaves]
-        return chosen, dag_cost(sub, heads[index], dict(answer)), status, bound, cuts
-
-    free = dict.fromkeys((head for part in parts for head in part.below), 0.0)
-    if all(_always_read(region(index, free), heads[index], [graph.classes[h] for h in part.below])
-           for index, part in enumerate(parts)):
-        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        began, total = time.perf_counter(), sum(size)
-
-        largest_first = sorted(range(len(parts)), key=lambda index: -size[index])
-
-        def task(rank: int) -> tuple:
-            index = largest_first[rank]
-            share = (deadline - began) * min(workers, len(parts)) * size[index] / total
-            return solve(index, free, min(deadline, time.perf_counter() + share))
-
-        answers = [answer for _, answer in run_parallel(task, len(parts), workers)]
-        known = all(answer[3] is not None for answer in answers)
-        lower = sum(answer[3] for answer in answers) if known else None
-    else:
-        paid: dict[int, float] = {}  # per region head: its answer's cost
-        bounds: dict[int, float | None] = {}
-        answers, left = [], sum(size)
-        for index, part in enumerate(parts):
-            now = time.perf_counter()
-            answer = solve(index, paid, now + (deadline - now) * size[index] / left)
-            left -= size[index]
-            answers.append(answer)
-            key = -1 if part.head is None else part.head
-            bound, known = answer[3], all(bounds[head] is not None for head in part.below)
-            paid[key] = answer[1]
-            bounds[key] = (bound - sum(paid[head] - bounds[head] for head in part.below)
-                           if bound is not None and known else None)
-        lower = bounds[-1]
-    chosen = {graph.classes[cls]: index for answer in answers for cls, index in answer[0]}
-    order, _ = _walk(egraph, roots, chosen)
-    status = "optimal" if all(answer[2] == "optimal" for answer in answers) else "time limit"
-    return [([(cls, chosen[cls]) for cls in order], status, lower, sum(answer[4] for answer in answers))]
-
-
-def _always_read(egraph: ExtractGraph, roots: Sequence[Hashable], leaves: Sequence[Hashable]) -> bool:
-    """Whether every term of some root contains each class of ``leaves``: without the leaf, that
-    root has no term (the least fixpoint of "a class has a term if one of its e-nodes' children
-    all have one", over ``egraph``'s finite e-nodes)."""
-    readers: dict[Hashable, list[tuple[Hashable, int]]] = defaultdict(list)
-    for cls, nodes in egraph.items():
-        for k, node in enumerate(nodes):
-            for child in set(node.children):
-                readers[child].append((cls, k))
-    for leaf in leaves:
-        missing = {(cls, k): len(set(node.children)) for cls, nodes in egraph.items()
-                   for k, node in enumerate(nodes) if node.cost < math.inf}
-        done = {cls for (cls, _), count in missing.items() if count == 0 and cls != leaf}
-        todo = list(done)
-        while todo:
-            for reader in readers[todo.pop()]:
-                if reader in missing:
-                    missing[reader] -= 1
-                    if missing[reader] == 0 and reader[0] not in done and reader[0] != leaf:
-                        done.add(reader[0])
-                        todo.append(reader[0])
-        if leaf not in roots and all(root in done for root in roots):
-            return False
-    return True
 
 
 def _cycles(graph: Indexed, roots: list[int], choice: dict[int, int]) -> list[list[int]]:

@@ -18,19 +18,25 @@ terms of ``s`` share nothing with the rest. The extraction is cut at a separator
 - the region it heads (its classes down to the next cuts) holds at least ``min_nodes`` kept
   e-nodes: below that, a program of its own costs more to set up than it saves.
 
-Dominators are networkx's (Cooper, Harvey and Kennedy's algorithm).
+Dominators are networkx's (Cooper, Harvey and Kennedy's algorithm). :func:`solve_regions`
+solves the regions with the exact extractor's search, and puts their answers together.
 """
 
 from __future__ import annotations
 
+import math
+import os
+import time
 from collections import defaultdict
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
 
-from .extractors import Indexed
+from .bounded import run_parallel
+from .extractors import ENodeCost, ExtractGraph, Indexed, dag_cost
 
-__all__ = ["Region", "split"]
+__all__ = ["Region", "always_read", "solve_regions", "split"]
 
 _TOP = -1  # the virtual top class the roots hang from
 
@@ -114,3 +120,105 @@ def split(graph: Indexed, nodes: list[int], roots: list[int], min_nodes: int) ->
     for cls in cuts:
         regions[head(idom[cls])].below.append(cls)
     return [regions[cls] for cls in (*cuts, _TOP)]
+
+
+Answer = tuple[list[tuple[Hashable, int]], str, float | None, int]
+"""A search's answer: (the chosen e-node index per class, status, lower bound, cycle cuts)."""
+
+
+def solve_regions(
+    egraph: ExtractGraph, graph: Indexed, nodes: list[int], parts: list[Region], roots: Sequence[Hashable],
+    deadline: float, search: Callable[[ExtractGraph, Sequence[Hashable], float], Answer],
+) -> tuple[dict[Hashable, int], str, float | None, int]:
+    """One extraction, region by region: ``search(sub, heads, until)`` answers each region's
+    e-graph (its kept e-nodes ``nodes``, with the head of each region it reads as a leaf class)
+    for its heads by time ``until``. Returns the chosen e-node index per class of ``egraph``,
+    the status ("optimal" if every region's is), the lower bound and the cycle cuts.
+
+    Where every region's terms contain the heads it reads (its answer does not depend on what
+    they cost: Inception's blocks, NasRNN's cells), the leaves cost nothing and the regions are
+    solved at once, one per core, largest first, each within its share of the time by the size
+    of its program; the lower bound is the regions' sum. Otherwise they are solved in order,
+    each leaf costing its region's answer, each region within its share of the time left, and a
+    region's lower bound is its own less what the regions it reads may have overpaid."""
+    kept = defaultdict(list)
+    for node in nodes:
+        kept[graph.node_class[node]].append(node)
+    size = [sum(len(kept[cls]) for cls in part.classes) for part in parts]
+    heads = [roots if part.head is None else [graph.classes[part.head]] for part in parts]
+
+    def region(index: int, leaf_cost: Mapping[int, float]) -> dict[Hashable, list[ENodeCost]]:
+        part = parts[index]
+        sub = {graph.classes[cls]: [egraph[graph.classes[cls]][graph.node_index[node]] for node in kept[cls]]
+               for cls in part.classes}
+        sub.update((graph.classes[head], [ENodeCost(leaf_cost[head])]) for head in part.below)
+        return sub
+
+    def solve(index: int, leaf_cost: Mapping[int, float], until: float) -> tuple:
+        """(the chosen (class position, e-node index) pairs, leaves left out; cost; status; bound; cuts)"""
+        sub = region(index, leaf_cost)
+        answer, status, bound, cuts = search(sub, heads[index], until)
+        leaves = {graph.classes[head] for head in parts[index].below}
+        chosen = [(graph.position[cls], graph.node_index[kept[graph.position[cls]][i]])
+                  for cls, i in answer if cls not in leaves]
+        return chosen, dag_cost(sub, heads[index], dict(answer)), status, bound, cuts
+
+    free = dict.fromkeys((head for part in parts for head in part.below), 0.0)
+    if all(always_read(region(index, free), heads[index], [graph.classes[h] for h in part.below])
+           for index, part in enumerate(parts)):
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        began, total = time.perf_counter(), sum(size)
+        largest_first = sorted(range(len(parts)), key=lambda index: -size[index])
+
+        def task(rank: int) -> tuple:
+            index = largest_first[rank]
+            share = (deadline - began) * min(workers, len(parts)) * size[index] / total
+            return solve(index, free, min(deadline, time.perf_counter() + share))
+
+        answers = [answer for _, answer in run_parallel(task, len(parts), workers)]
+        known = all(answer[3] is not None for answer in answers)
+        lower = sum(answer[3] for answer in answers) if known else None
+    else:
+        paid: dict[int, float] = {}  # per region head: its answer's cost
+        bounds: dict[int, float | None] = {}
+        answers, left = [], sum(size)
+        for index, part in enumerate(parts):
+            now = time.perf_counter()
+            answer = solve(index, paid, now + (deadline - now) * size[index] / left)
+            left -= size[index]
+            answers.append(answer)
+            key = -1 if part.head is None else part.head
+            bound, known = answer[3], all(bounds[head] is not None for head in part.below)
+            paid[key] = answer[1]
+            bounds[key] = (bound - sum(paid[head] - bounds[head] for head in part.below)
+                           if bound is not None and known else None)
+        lower = bounds[-1]
+    chosen = {graph.classes[cls]: index for answer in answers for cls, index in answer[0]}
+    status = "optimal" if all(answer[2] == "optimal" for answer in answers) else "time limit"
+    return chosen, status, lower, sum(answer[4] for answer in answers)
+
+
+def always_read(egraph: ExtractGraph, roots: Sequence[Hashable], leaves: Sequence[Hashable]) -> bool:
+    """Whether every term of some root contains each class of ``leaves``: without the leaf, that
+    root has no term (the least fixpoint of "a class has a term if one of its e-nodes' children
+    all have one", over ``egraph``'s finite e-nodes)."""
+    readers: dict[Hashable, list[tuple[Hashable, int]]] = defaultdict(list)
+    for cls, nodes in egraph.items():
+        for k, node in enumerate(nodes):
+            for child in set(node.children):
+                readers[child].append((cls, k))
+    for leaf in leaves:
+        missing = {(cls, k): len(set(node.children)) for cls, nodes in egraph.items()
+                   for k, node in enumerate(nodes) if node.cost < math.inf}
+        done = {cls for (cls, _), count in missing.items() if count == 0 and cls != leaf}
+        todo = list(done)
+        while todo:
+            for reader in readers[todo.pop()]:
+                if reader in missing:
+                    missing[reader] -= 1
+                    if missing[reader] == 0 and reader[0] not in done and reader[0] != leaf:
+                        done.add(reader[0])
+                        todo.append(reader[0])
+        if leaf not in roots and all(root in done for root in roots):
+            return False
+    return True
