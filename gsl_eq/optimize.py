@@ -108,6 +108,7 @@ class OptimizeReport:
     extractor: str | None = None
     extraction_status: str | None = None
     solver: str | None = None  # the exact extractor's: "highs", or "cp-sat" on a cyclic e-graph
+    regions: int | None = None  # the exact extractor's: programs solved, one per region (gsl_eq.extract.regions)
     gap: float | None = None
     extracted_cost: float | None = None  # the chosen graph's cost in the e-graph (folded computations free)
     greedy_dag_cost: float | None = None  # the greedy DAG extractor's, which warm-starts the ILP
@@ -544,7 +545,7 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
         chosen, *next_best = _extract(extractor, egraph, root_classes, deadline - attribution,
                                       ilp_time_limit, report, k=alternatives + 1 if alternatives > 1 else 1)
         report.extraction_status, report.gap, report.extracted_cost = chosen.status, chosen.gap, chosen.cost
-        report.solver = chosen.solver or None
+        report.solver, report.regions = chosen.solver or None, chosen.regions
         choice = chosen.choice
     graph = rebuild(runner, snap, choice)
     timings["extract"] = time.perf_counter() - t - (pricing if extractor != "egglog" else 0.0)

@@ -137,3 +137,22 @@ def test_regions_share_the_time_limit(monkeypatch):
     choice = {classes[position]: index for position, index in chosen}
     assert status == "time limit"
     check(egraph, roots, Extraction(choice, dag_cost(egraph, roots, choice), "ilp", 0.0))
+
+
+def test_tensats_nasrnn_by_regions_builds_the_whole_programs_graph(monkeypatch):
+    """Through optimize, on TENSAT's NasRNN under its rules and settings (cells cut apart once
+    programs of 800 e-nodes are split): the same cost as the whole program, outputs equal."""
+    from gsl_eq import models, optimize, rules
+    from tests.conftest import assert_same_outputs
+
+    wl = models.tensat_model("nasrnn")
+    settings = dict(node_limit=50_000, iter_limit=15, multi_iterations=1, cycles="filter", cost="gpu")
+    monkeypatch.setattr(ilp, "REGION_NODES", 10**9)
+    whole = optimize(wl, rules.tensat(), **settings)
+    monkeypatch.setattr(ilp, "REGION_NODES", 800)
+    by_regions = optimize(wl, rules.tensat(), **settings)
+    assert whole.report.regions == 1 and by_regions.report.regions > 2
+    assert by_regions.report.extraction_status == whole.report.extraction_status == "optimal"
+    assert by_regions.report.cost_after == pytest.approx(whole.report.cost_after, rel=1e-9)
+    assert by_regions.report.cost_after < 0.7 * by_regions.report.cost_before
+    assert_same_outputs(wl, by_regions.workload, rtol=1e-4, atol=1e-5)
