@@ -13,6 +13,7 @@ import gc
 import multiprocessing
 import os
 import signal
+import threading
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -84,10 +85,12 @@ def _run_task(index: int) -> tuple[int, object]:
 
 def run_parallel(task: Callable[[int], T], count: int, workers: int) -> Iterator[tuple[int, T]]:
     """``(i, task(i))`` for ``i`` in ``range(count)``, as they finish, computed by ``workers``
-    forked processes (here, in order, with one worker or without fork). ``task`` is
-    inherited by the forks, not pickled; its results must pickle."""
+    forked processes; ``task`` is inherited by the forks, not pickled; its results must pickle.
+    Here, in order, with one worker, without fork, or in a process running other threads: a
+    fork copies only the calling thread, and a lock another held stays locked in the child (a
+    pytest-xdist worker's pool hung so). :func:`run_bounded`'s child runs only its own."""
     global _task
-    if workers <= 1 or count <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+    if workers <= 1 or count <= 1 or "fork" not in multiprocessing.get_all_start_methods() or _threads() > 1:
         yield from ((index, task(index)) for index in range(count))
         return
     _task = task
@@ -96,3 +99,11 @@ def run_parallel(task: Callable[[int], T], count: int, workers: int) -> Iterator
             yield from pool.imap_unordered(_run_task, range(count))
     finally:
         _task = None
+
+
+def _threads() -> int:
+    """The threads this process runs, native ones too where the system says (Linux)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()

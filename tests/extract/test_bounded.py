@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import psutil
@@ -11,11 +12,28 @@ from gsl_eq.extract.bounded import run_bounded, run_parallel
 
 
 def test_run_parallel_maps_every_index_in_worker_processes():
+    """As the exact extractor runs it: inside run_bounded's child, which runs no other thread."""
     data = [3, 1, 4, 1, 5]  # inherited by the forks, not pickled
-    done = dict(run_parallel(lambda i: (data[i] ** 2, os.getpid()), len(data), 2))
+
+    def mapped() -> tuple[dict, int]:
+        return dict(run_parallel(lambda i: (data[i] ** 2, os.getpid()), len(data), 2)), os.getpid()
+
+    done, child = run_bounded(mapped, 60)
     assert sorted(done) == list(range(5))
     assert [done[i][0] for i in range(5)] == [9, 1, 16, 1, 25]
-    assert os.getpid() not in {pid for _, pid in done.values()}
+    assert not {os.getpid(), child} & {pid for _, pid in done.values()}
+
+
+def test_a_process_running_other_threads_maps_in_order_here():
+    """A fork of a threaded process may hang on a lock another thread held: no fork there."""
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert list(run_parallel(lambda i: os.getpid(), 3, 2)) == [(i, os.getpid()) for i in range(3)]
+    finally:
+        stop.set()
+        other.join()
 
 
 def test_run_parallel_with_one_worker_runs_here_in_order():
