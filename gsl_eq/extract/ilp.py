@@ -498,20 +498,22 @@ def _solve(
             with without_gc():
                 sub_graph = Indexed(sub)
                 warm = greedy_dag_extract(sub, heads)
-                start = {sub_graph.position[cls]: sub_graph.class_nodes[sub_graph.position[cls]][index]
-                         for cls, index in warm.choice.items()}
                 kept = _kept_nodes(sub_graph, sub_graph.root_positions(heads))
-            found = _search(sub, heads, sub_graph, kept, start, until, 1, solver)[0]
+            found = _search(sub, heads, sub_graph, kept, _numbered(sub_graph, warm.choice), until, 1, solver)[0]
             return found if found[0] is not None else (list(warm.choice.items()), "time limit", None, found[3])
 
         chosen, status, bound, cuts = solve_regions(egraph, graph, nodes, parts, roots, deadline, search)
         order, _ = _walk(egraph, roots, chosen)
         outcome = [([(cls, chosen[cls]) for cls in order], status, bound, cuts)]
     else:
-        start = {graph.position[cls]: graph.class_nodes[graph.position[cls]][index] for cls, index in fallback.items()}
-        outcome = _search(egraph, roots, graph, nodes, start, deadline, k, solver)
+        outcome = _search(egraph, roots, graph, nodes, _numbered(graph, fallback), deadline, k, solver)
     return solver, [(None if chosen is None else [(graph.position[cls], index) for cls, index in chosen],
                      status, bound, cuts) for chosen, status, bound, cuts in outcome], max(len(parts), 1)
+
+
+def _numbered(graph: Indexed, choice: Mapping[Hashable, int]) -> dict[int, int]:
+    """A choice (e-class id -> e-node index) as class position -> e-node number."""
+    return {graph.position[cls]: graph.class_nodes[graph.position[cls]][index] for cls, index in choice.items()}
 
 
 Outcome = tuple[list[tuple[Hashable, int]] | None, str, float | None, int]

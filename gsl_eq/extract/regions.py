@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from .bounded import run_parallel
-from .extractors import ENodeCost, ExtractGraph, Indexed, dag_cost
+from .extractors import ENodeCost, ExtractGraph, ExtractionError, Indexed, dag_cost, tree_extract
 
 __all__ = ["Region", "always_read", "solve_regions", "split"]
 
@@ -199,26 +199,15 @@ def solve_regions(
 
 
 def always_read(egraph: ExtractGraph, roots: Sequence[Hashable], leaves: Sequence[Hashable]) -> bool:
-    """Whether every term of some root contains each class of ``leaves``: without the leaf, that
-    root has no term (the least fixpoint of "a class has a term if one of its e-nodes' children
-    all have one", over ``egraph``'s finite e-nodes)."""
-    readers: dict[Hashable, list[tuple[Hashable, int]]] = defaultdict(list)
-    for cls, nodes in egraph.items():
-        for k, node in enumerate(nodes):
-            for child in set(node.children):
-                readers[child].append((cls, k))
-    for leaf in leaves:
-        missing = {(cls, k): len(set(node.children)) for cls, nodes in egraph.items()
-                   for k, node in enumerate(nodes) if node.cost < math.inf}
-        done = {cls for (cls, _), count in missing.items() if count == 0 and cls != leaf}
-        todo = list(done)
-        while todo:
-            for reader in readers[todo.pop()]:
-                if reader in missing:
-                    missing[reader] -= 1
-                    if missing[reader] == 0 and reader[0] not in done and reader[0] != leaf:
-                        done.add(reader[0])
-                        todo.append(reader[0])
-        if leaf not in roots and all(root in done for root in roots):
+    """Whether every term of some root contains each class of ``leaves``: with the leaf made
+    unusable (an infinite cost), that root has no term (:func:`~.extractors.tree_extract` finds none)."""
+
+    def has_term(egraph: ExtractGraph, root: Hashable) -> bool:
+        try:
+            tree_extract(egraph, [root])
+        except ExtractionError:
             return False
-    return True
+        return True
+
+    return all(leaf in roots or any(not has_term({**egraph, leaf: [ENodeCost(math.inf)]}, root) for root in roots)
+               for leaf in leaves)
