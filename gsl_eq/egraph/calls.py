@@ -4,7 +4,9 @@ egglog cannot be stopped inside a call, so the runner never starts one predicted
 past its deadline (:meth:`EngineCalls._run` raises :class:`OutOfTime` instead): a call
 consuming worklist rows is predicted from the slowest rate per row seen so far, any other
 from the time its rulesets took last, scaled by how much the e-graph grew since (an
-associativity search that took 0.03 s on 4.5k e-nodes took 0.5 s on 88k). Its matches are
+associativity search that took 0.03 s on 4.5k e-nodes took 0.5 s on 88k; a multi-output
+source's, by the cube of that growth). A rule whose search alone is predicted past the deadline
+is left out of the iteration's search (:meth:`EngineCalls._affordable`). Its matches are
 counted per GSL rule from egglog's names for the rules it compiles (:mod:`.compile`).
 """
 
@@ -39,7 +41,7 @@ class OutOfTime(Exception):
 
 class EngineCalls:
     """The :class:`~.runner.Runner`'s egglog calls: reads ``egraph``, ``deadline``, ``rules``,
-    ``report`` and ``graph``, and its timing records ``_seconds_per_row`` and ``_last_time``
+    ``queries``, ``report`` and ``graph``, and its timing records ``_seconds_per_row`` and ``_last_time``
     (per kind of call, per row; per ruleset, seconds and the e-nodes then)."""
 
     def _run(self, counts: Counts, rulesets: list[str], rows: int = 0) -> dict[str, int]:
@@ -53,13 +55,8 @@ class EngineCalls:
         growth since.
         """
         kind = rulesets[0].split("_")[0]
-        its = self.report.iterations
-        size = its[-1].enodes if its else len(self.graph)
-        if rows:
-            predicted = self._seconds_per_row.get(kind, 0.0) * rows
-        else:
-            predicted = max(last * max(1.0, size / max(then, 1))
-                            for last, then in (self._last_time.get(r, (0.0, size)) for r in rulesets))
+        size = self._size()
+        predicted = self._seconds_per_row.get(kind, 0.0) * rows if rows else self._predicted(rulesets, size)
         start = time.perf_counter()
         if start + predicted > self.deadline:
             raise OutOfTime
@@ -72,6 +69,32 @@ class EngineCalls:
             self._seconds_per_row[kind] = max(self._seconds_per_row.get(kind, 0.0), took / rows)
         self._last_time.update(dict.fromkeys(rulesets, (took, size)))
         return counts.add(out)
+
+    def _size(self) -> int:
+        """E-nodes at the end of the last iteration (the input graph's nodes before the first)."""
+        its = self.report.iterations
+        return its[-1].enodes if its else len(self.graph)
+
+    def _predicted(self, rulesets: list[str], size: int) -> float:
+        """The time the slowest of ``rulesets`` took last, times the e-graph's growth since, cubed for
+        a source of several outputs: it matches pairs of e-nodes sharing an input, more of them as
+        inputs gain readers (TASO's matmul merge, searched again when its ban lifted, found 4,000
+        matches on 1,500 e-nodes and 28 million on 48,000: growth to the power 2.5)."""
+        return max((last * max(1.0, size / max(then, 1)) ** self._power(r)
+                    for r in rulesets for last, then in (self._last_time.get(r, (0.0, size)),)), default=0.0)
+
+    def _power(self, ruleset: str) -> int:
+        kind, _, index = ruleset.partition("_")
+        if kind != "search" or not index.isdigit():
+            return 1
+        return 3 if any(len(q.outputs) > 1 for q in self.queries[int(index)] if not q.disconnected) else 1
+
+    def _affordable(self, rules: list[int]) -> tuple[list[int], list[int]]:
+        """``rules`` split into those whose search is predicted to end before the deadline, and the others
+        (left out of this iteration's search: one egglog call cannot be stopped)."""
+        left, size = self.deadline - time.perf_counter(), self._size()
+        late = [k for k in rules if self._predicted([f"search_{k}"], size) > left]
+        return [k for k in rules if k not in late], late
 
     def _in_buckets(self, buckets: Iterable[int], counts: Counts, rulesets: list[str], rows: int = 0) -> dict[str, int]:
         """Run ``rulesets`` (rules reading ``Open``) with ``buckets`` open, one egglog call; returns

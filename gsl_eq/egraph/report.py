@@ -21,7 +21,8 @@ class Iteration:
     but not applied yet, left in the worklist. ``banned``: rules under a ban from
     an earlier iteration (neither searched nor applied); ``new_bans``: rules whose
     search found more matches than their limit (counted, not applied);
-    ``searched``: how many rules were searched.
+    ``searched``: how many rules were searched; ``late``: rules left out of the search because
+    theirs was predicted to end past the time limit.
     ``rebuild_time`` is egglog's own figure, part of ``search_time`` and ``apply_time``.
     ``fast``: the iteration was fast (see :mod:`.fast`; ``search_time`` is then the
     time recording keys, ``apply_time`` the time applying every match). A controlled iteration's
@@ -44,6 +45,7 @@ class Iteration:
     new_bans: list[str] = field(default_factory=list)
     rejected: dict[str, dict[str, int]] = field(default_factory=dict)
     fast: bool = False
+    late: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -136,6 +136,7 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         eg, names = self.egraph, [r.name for r in self.rules]
         banned = [names[k] for k in range(len(names)) if self.scheduler.banned(k, n)]
         searched = [k for k in range(len(self.rules)) if self.scheduler.should_search(k, n, self.backlog[k])]
+        searched, late = self._affordable(searched)
         search, apply, found, new_bans = Counts(), Counts(), {}, []
         new_keys: dict[str, int] = {}
         accepted: dict[str, int] = {}
@@ -143,7 +144,7 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         ticks, reason = [time.perf_counter()], None
         if any(q.mirror is not None for qs in self.queries for q in qs):
             eg.number()  # a symmetric rule's matches compare the e-class hashes of their outputs
-        if self._fast_possible(n, searched):
+        if not late and self._fast_possible(n, searched):
             try:
                 fast = self._fast(n, searched, banned, new_keys, accepted, rejected)
             except OutOfTime:
@@ -188,7 +189,9 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
             self._per_rule(apply.matches), banned,
             ticks[1] - ticks[0], ticks[2] - ticks[1], ticks[3] - ticks[2], search.rebuild + apply.rebuild,
             time.perf_counter() - ticks[0], {names[k]: b for k, b in enumerate(self.backlog) if b}, len(searched),
-            new_bans, rejected)
+            new_bans, rejected, late=[names[k] for k in late])
+        if reason is None and late and not (search.updated or apply.updated):
+            reason = StopReason.TIME_LIMIT  # what is left to do cannot be done in the time left
         if reason is None and enodes >= self.node_limit:
             reason = StopReason.NODE_LIMIT
         if reason is None and not (search.updated or apply.updated):
