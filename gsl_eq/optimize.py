@@ -278,9 +278,9 @@ def optimize(
 
         optimize(wl, rules.tensat(), node_limit=50_000, iter_limit=15, multi_iterations=1, cycles="filter")
 
-    In saturate mode ``time_limit`` bounds the whole call but the final build (folding
-    the parameters of the result): folding the input, compiling the rules, loading,
-    saturation, extraction and rebuilding share it. Saturation leaves extraction
+    ``time_limit`` bounds the whole call but the final build (folding the parameters of the
+    result; in greedy mode, of a rewrite past the limit): folding the input, compiling the rules,
+    loading, saturation (or greedy rewriting), extraction and rebuilding share it. Saturation leaves extraction
     :data:`EXTRACTION_SHARE` of it plus what the e-graph's size needs; the ILP gets
     at most ``ilp_time_limit`` of what is left. ``report.timings`` has each phase (``price``:
     pricing the input and the e-graph under the cost model). A cost
@@ -361,12 +361,12 @@ def optimize(
         out, others = _saturate(wl, rule_list, model, extractor, node_limit, iter_limit, start + measuring + time_limit,
                                 time_limit, ilp_time_limit, on_iteration, report,
                                 candidates if select == "measured" else 0, multi_iterations, cycles)
-    report.cost_after, report.calls_after = graph_cost(out.graph, model), _calls(out.graph)
-    result_option = Alternative("result", out, report.rules_used)
+    priced = out.folded_graph()  # greedy mode leaves a rewrite past its time limit unfolded
+    report.cost_after, report.calls_after = graph_cost(priced, model), _calls(priced)
     # Saturate mode changes the module only for a gain: among equal-cost choices the extractor's pick is arbitrary.
     # With measured selection TVM's time decides instead.
-    t = time.perf_counter()
     if select == "measured":
+        result_option = Alternative("result", _final_build(out, timings), report.rules_used)
         chosen = _select_measured(wl, itertools.chain([result_option], others), candidates, schedules, model,
                                   _reference(wl, report), report)
     elif not report.applications:
@@ -377,6 +377,8 @@ def optimize(
         report.notes.append(f"the result cost {report.cost_after:.6g} {report.cost_unit} is not below the input's "
                             f"{before:.6g}: the input is returned, no rewrite is used")
     else:
+        result_option = Alternative("result", _final_build(out, timings), report.rules_used)
+        t = time.perf_counter()
         chosen = _checked(itertools.chain([result_option], others), before, model, _reference(wl, report), report)
         timings["check"] = time.perf_counter() - t
     if chosen is None:
@@ -614,6 +616,16 @@ def _extract(extractor: str, egraph: Any, root_classes: list, deadline: float, i
         return [warm]
     left = deadline - margin - time.perf_counter()
     return ilp_candidates(egraph, root_classes, k, time_limit=max(0.0, min(ilp_time_limit, left)), warm_start=warm)
+
+
+def _final_build(out: Workload, timings: dict[str, float]) -> Workload:
+    """``out`` with its parameter computations folded, timed as the final build, where greedy mode
+    left them (saturate mode's result is folded already)."""
+    t = time.perf_counter()
+    built = out.fold_params()
+    if built is not out:
+        timings["final build"] = timings.get("final build", 0.0) + time.perf_counter() - t
+    return built
 
 
 def _calls(graph: Graph) -> int:

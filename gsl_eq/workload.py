@@ -16,6 +16,7 @@ hands in are copied, so nothing the user holds is changed.
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import warnings
 from dataclasses import dataclass
@@ -259,31 +260,44 @@ class Workload:
         issued too.
         """
         graph = self._graph
-        folded = _foldable(graph, set(self._params))
-        frontier = [n for n in _needed(graph, folded) if _becomes_param(n)]
+        frontier = self._fold_frontier()
         if not frontier:
             return self
         used_params = [v for v in graph.inputs if v.name in self._params]
         values, unfolded = _Folder(self, used_params).fold(frontier)
-        taken = {v.name for v in graph.inputs}
-        new_vars, new_params = {}, dict(self._params)
-        counter = 0
-        for node, value in values.items():
-            counter += 1
-            while f"v_param_{counter}" in taken:
-                counter += 1
-            name = f"v_param_{counter}"
-            new_vars[node] = Node.var(name, node.type)
-            new_params[name] = value
-        rewritten = graph.replace(new_vars)
-        reachable = set(rewritten.rpo())
-        inputs = [v for v in graph.inputs if v.name not in self._params or v in reachable]
-        inputs += [v for v in new_vars.values() if v in reachable]
-        result = Workload.from_graph(Graph(inputs, rewritten.outputs, rewritten.returns_tuple), new_params)
+        new_vars = self._param_vars(values)
+        new_params = {**self._params, **{new_vars[node].name: value for node, value in values.items()}}
+        result = Workload.from_graph(self._with_params(new_vars), new_params)
         result.unfolded = tuple(dict.fromkeys([*self.unfolded, *unfolded]))
         if unfolded:
             warnings.warn(FoldWarning("; ".join(map(str, unfolded))), stacklevel=2)
         return result
+
+    def folded_graph(self) -> Graph:
+        """The graph :meth:`fold_params` would give, without computing a value: each subgraph computed
+        only from parameters and constants is a parameter of its type. For pricing a graph before
+        deciding to build it (the graph itself when nothing folds)."""
+        frontier = self._fold_frontier()
+        return self._with_params(self._param_vars(frontier)) if frontier else self._graph
+
+    def _fold_frontier(self) -> list[Node]:
+        """The parameter-only nodes that folding turns into parameters."""
+        folded = _foldable(self._graph, set(self._params))
+        return [n for n in _needed(self._graph, folded) if _becomes_param(n)]
+
+    def _param_vars(self, nodes: Iterable[Node]) -> dict[Node, Node]:
+        """A new parameter for each of ``nodes``, named ``v_param_<k>`` after the names taken."""
+        taken = {v.name for v in self._graph.inputs}
+        names = (f"v_param_{k}" for k in itertools.count(1) if f"v_param_{k}" not in taken)
+        return {node: Node.var(name, node.type) for node, name in zip(nodes, names)}
+
+    def _with_params(self, new_vars: dict[Node, Node]) -> Graph:
+        """The graph with nodes replaced by new parameters, and the parameters no longer read dropped."""
+        rewritten = self._graph.replace(new_vars)
+        reachable = set(rewritten.rpo())
+        inputs = [v for v in self._graph.inputs if v.name not in self._params or v in reachable]
+        inputs += [v for v in new_vars.values() if v in reachable]
+        return Graph(inputs, rewritten.outputs, rewritten.returns_tuple)
 
     def visualize(self, path: str | Path, max_nodes: int | None = 300) -> Path:
         """Draw the graph into ``path``, as its suffix says: ``.svg``, ``.png``, or ``.dot``/``.gv``

@@ -411,7 +411,9 @@ def greedy(
     rule runs at most ``max_passes`` passes a round, then the next rule has its turn);
     a pass never grows the graph past ``node_limit`` nodes (it applies the matches
     that fit, then greedy stops); no pass starts and no match is taken after
-    ``time_limit`` seconds (parameters are still folded after the last rule).
+    ``time_limit`` seconds, nor is a fold: the graph of a rule that fired past it is returned
+    with its parameter computations unfolded (:meth:`~gsl_eq.workload.Workload.fold_params`
+    folds them: ``optimize`` does, as its final build, for a result it returns).
     ``stop_reason`` says which limit stopped it, or ``saturated`` when no rule
     matched any more::
 
@@ -437,7 +439,8 @@ def greedy(
                                                           ledger)
             result.passes += passes
             if count:
-                result.workload = to_workload(graph, result.workload, fold_params)
+                late = deadline is not None and time.perf_counter() > deadline
+                result.workload = to_workload(graph, result.workload, fold_params and not late)
                 ledger.carry(graph, result.workload.graph)
                 result.fired[rule.name] += count
                 changed = True

@@ -1,5 +1,6 @@
 """Greedy mode honours the limits saturate mode does, and says which one stopped it."""
 
+import importlib
 import time
 
 import pytest
@@ -9,6 +10,7 @@ from gsl_eq import Subst, Workload, op, optimize, pat
 from gsl_eq.greedy import greedy
 from gsl_eq.limits import LimitError, StopReason
 from gsl_eq.models.blocks import var
+from tests.conftest import assert_same_outputs
 
 
 def relu_chain(n: int = 4) -> Workload:
@@ -123,3 +125,52 @@ def test_without_limits_given_an_expanding_rule_still_stops():
     assert result.stop_reason is StopReason.NODE_LIMIT and len(result.workload.graph) <= 50_000
     new = doubling()(wl)  # a rule called on a workload: the same bound
     assert 25_000 < len(new.graph) <= 50_000
+
+
+def biased_chain(n: int = 3) -> Workload:
+    """relu(x + b1) + b2 ...: each add reads a parameter."""
+    import numpy as np
+
+    x = var("x", 2, 8)
+    biases = [var(f"b{i}", 8) for i in range(n)]
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, *biases]):
+        with bb.dataflow():
+            h = x
+            for b in biases:
+                h = bb.emit(relax.op.nn.relu(relax.op.add(h, b)))
+            out = bb.emit_output(h)
+        bb.emit_func_output(out)
+    rng = np.random.default_rng(0)
+    return Workload(bb.get(), {f"b{i}": rng.standard_normal(8).astype("float32") for i in range(n)})
+
+
+def negated_twice() -> Subst:
+    """x + b -> x - (-b): a computation of a parameter, which folding turns into one."""
+    x, b = pat.Wildcard(), pat.Variable()
+    return Subst(op.Add(x, b), op.Subtract(x, op.Negative(b)), name="negated_twice")
+
+
+def test_a_rewrite_past_the_time_limit_is_not_folded_and_optimize_folds_it_as_its_final_build(monkeypatch):
+    """A fold can take longer than the rewriting (12 s after a 3 s limit on TENSAT's NASNet-A with
+    TASO's rules): past the limit greedy mode leaves the parameters as the rules computed them;
+    optimize prices the graph as folded and folds it only for a result it returns."""
+    rewrite = importlib.import_module("gsl_eq.greedy.rewrite")
+
+    real = rewrite.rewrite_graph
+
+    def slow(*args, **kwargs):  # the rule fires, then the limit passes
+        out = real(*args, **kwargs)
+        time.sleep(0.3)
+        return out
+
+    monkeypatch.setattr(rewrite, "rewrite_graph", slow)
+    wl = biased_chain()
+    result = greedy(wl, [negated_twice()], time_limit=0.1)
+    assert result.stop_reason is StopReason.TIME_LIMIT
+    assert result.workload.graph.op_counts()["relax.negative"] == 3  # not folded
+    assert "relax.negative" not in result.workload.folded_graph().op_counts()
+    out = optimize(wl, [negated_twice()], mode="greedy", cost="opcount", time_limit=0.1)
+    assert out.report.stop_reason == "time limit" and "final build" in out.report.timings
+    assert "relax.negative" not in out.workload.graph.op_counts()
+    assert_same_outputs(wl, out.workload)
