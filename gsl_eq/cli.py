@@ -277,12 +277,26 @@ def demo(console: Console) -> int:
     return 1 if failures else 0
 
 
+def greedy_runnable(console: Console, spec: str, both: bool = False) -> list:
+    """The rules of ``spec`` greedy mode can run (a connected source); says what it leaves out. ``both``:
+    saturation runs the same rules, to be compared with greedy mode."""
+    from .sweep.cells import greedy_rules
+
+    kept, left_out = greedy_rules(spec)
+    if left_out:
+        console.print(f"note: greedy mode runs the {len(kept)} rules of {spec} with a connected source; {left_out} "
+                      "with outputs that share no node are left out" + (", from saturation too" if both else
+                                                                        " (saturate mode pairs them)"))
+    return kept
+
+
 def run_optimize(console: Console, args: argparse.Namespace) -> int:
     import numpy as np
 
     wl = load_model(args.model)
+    rules = greedy_runnable(console, args.rules) if args.mode == "greedy" else rule_set(args.rules)
     result = optimize_with_progress(
-        console, wl, rule_set(args.rules), args.mode, cost=args.cost, extractor=args.extractor,
+        console, wl, rules, args.mode, cost=args.cost, extractor=args.extractor,
         node_limit=args.node_limit, iter_limit=args.iter_limit, time_limit=args.time_limit, select=args.select,
         candidates=args.candidates, multi_iterations=args.multi_iterations, cycles=args.cycles)
     report = result.report
@@ -323,7 +337,8 @@ def run_orderings(console: Console, args: argparse.Namespace) -> int:
     status = (console.status("running greedy mode under each ordering, then saturation") if console.is_terminal
               else contextlib.nullcontext())
     with status:
-        comparison = compare_orderings(wl, rule_set(args.rules), orderings=args.n, cost=args.cost, seed=args.seed,
+        comparison = compare_orderings(wl, greedy_runnable(console, args.rules, both=True), orderings=args.n,
+                                       cost=args.cost, seed=args.seed,
                                        plot=args.plot, address=args.address)
     model, unit = comparison.cost_model, comparison.cost_unit
     table = Table()

@@ -67,6 +67,9 @@ class Workload:
             where = "; ".join(f"{name!r} at positions {[k for k, n in enumerate(names) if n == name]}" for name in twice)
             raise WorkloadError(f"main has several parameters with one name ({where}): inputs and parameters "
                                 "are passed by name, so each must have its own")
+        if params is not None and not isinstance(params, Mapping):
+            raise WorkloadError(f"params must map parameter names to arrays ({{'w': array}}); got a "
+                                f"{type(params).__name__}")
         declared = {v.name: v.type for v in self._graph.inputs}
         frozen: dict[str, np.ndarray] = {}
         for name, value in (params or {}).items():

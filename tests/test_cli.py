@@ -179,6 +179,17 @@ def test_optimize_takes_tasos_sets_and_the_gpu_model(tmp_path, capsys, rules):
     assert "gpu model" in out and "max |diff|" in out
 
 
+def test_greedy_mode_runs_tensats_connected_rules_and_says_which_it_leaves_out(tmp_path, capsys):
+    source, report = tmp_path / "model.py", tmp_path / "report.json"
+    source.write_text(MATMULS_SHARING_AN_OPERAND)
+    assert main(["optimize", str(source), "--rules", "tensat", "--mode", "greedy", "--cost", "gpu",
+                 "--report", str(report), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "greedy mode runs the 127 rules of tensat with a connected source; 4 with outputs that share no node" in out
+    assert "max |diff|" in out
+    assert json.loads(report.read_text())["mode"] == "greedy"
+
+
 def test_optimize_reads_a_python_file_defining_a_module(tmp_path, capsys):
     source = tmp_path / "model.py"
     source.write_text(

@@ -53,6 +53,8 @@ def test_run_matches_numpy_reference_and_casts_inputs():
 
 def test_bad_params_and_inputs_are_reported():
     mod = diamond_conv().mod
+    with pytest.raises(WorkloadError, match="params must map parameter names to arrays .* got a list"):
+        Workload(mod, [np.zeros((4, 2, 1, 1), "float32")])
     with pytest.raises(WorkloadError, match="'w3' is not a parameter of main"):
         Workload(mod, {"w3": np.zeros((4, 2, 1, 1), "float32")})
     with pytest.raises(WorkloadError, match=r"'w1': array of shape \(4, 2\)"):

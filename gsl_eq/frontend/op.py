@@ -79,6 +79,7 @@ __all__ = sorted(SHORTHANDS)
 def __getattr__(name: str) -> Any:
     if name.startswith("_"):
         raise AttributeError(name)
-    close = difflib.get_close_matches(name, SHORTHANDS, n=3)
+    by_case = [short for short in SHORTHANDS if short.lower() == name.lower()]
+    close = by_case or difflib.get_close_matches(name, SHORTHANDS, n=3)
     hint = f"; did you mean {', '.join('op.' + c for c in close)}?" if close else ""
     raise UnknownOpError(f"op.{name} is not a Relax op shorthand{hint}")

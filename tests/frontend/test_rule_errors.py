@@ -79,6 +79,11 @@ def test_unknown_op_shorthand(x, w):
         op.Conv2d(x, w)
 
 
+def test_an_op_shorthand_misspelt_only_in_case_is_named(x):
+    with fails(UnknownOpError, "op.Relu", "did you mean op.ReLU?", at=1):
+        op.Relu(x)
+
+
 def test_not_an_op(x):
     with fails(InvalidOperandError, "is not an op", at=1):
         pat.Call(x, x)
