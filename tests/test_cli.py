@@ -183,7 +183,7 @@ def test_greedy_mode_runs_tensats_connected_rules_and_says_which_it_leaves_out(t
     source, report = tmp_path / "model.py", tmp_path / "report.json"
     source.write_text(MATMULS_SHARING_AN_OPERAND)
     assert main(["optimize", str(source), "--rules", "tensat", "--mode", "greedy", "--cost", "gpu",
-                 "--report", str(report), "--check"]) == 0
+                 "-o", str(tmp_path / "out.py"), "--report", str(report), "--check"]) == 0
     out = capsys.readouterr().out
     assert "greedy mode runs the 127 rules of tensat with a connected source; 4 with outputs that share no node" in out
     assert "max |diff|" in out
