@@ -238,7 +238,7 @@ def details_table(r: OptimizeReport) -> Table:
         rows += [("e-graph", f"{r.enodes} e-nodes, {r.eclasses} e-classes, {len(r.iterations)} iterations"),
                  ("extractor", f"{r.extractor_label()} ({r.extraction_status}, gap {gap})")]
         if r.time_limit is not None and r.extraction_budget is not None:
-            rows.append(("time budget", f"{r.time_limit:g} s, {r.extraction_budget:.2f} s of it left for extraction"))
+            rows.append(("time budget", r.budget()))
     rejected = "; ".join(f"{rule}: " + ", ".join(f"{why} x{n}" for why, n in reasons.items())
                          for rule, reasons in sorted(r.rejected.items()))
     applications = ", ".join(f"{k} x{v}" for k, v in sorted(r.applications.items()) if v) or "none"

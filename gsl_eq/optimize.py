@@ -129,6 +129,14 @@ class OptimizeReport:
     #: The graphs that failed the final check (``"label: reason"``), in the order they were tried.
     fallbacks: list[str] = field(default_factory=list)
 
+    def budget(self) -> str:
+        """``time_limit`` and what saturation left of it for extraction; the seconds a measuring cost
+        model spent timing ops, which the limit does not bound (see :func:`optimize`)."""
+        text = f"{self.time_limit:g} s, {self.extraction_budget:.2f} s of it left for extraction"
+        if self.cost_model in MEASURING and self.timings.get("price"):
+            text += f"; {self.timings['price']:.1f} s timing ops for the {self.cost_model} model, outside it"
+        return text
+
     @property
     def speedup(self) -> float:
         """``cost_before / cost_after``."""
@@ -164,7 +172,7 @@ class OptimizeReport:
                       + left_out),
                      ("stop reason", str(self.stop_reason)),
                      ("extractor", f"{self.extractor_label()} ({self.extraction_status}, gap {_fmt_gap(self.gap)})"),
-                     ("time budget", f"{self.time_limit:g} s, {self.extraction_budget:.2f} s of it left for extraction")]
+                     ("time budget", self.budget())]
         done = "e-graph applications" if self.mode == "saturate" else "rewrites done"
         rows += [("rules used", ", ".join(self.rules_used) or
                   ("none: the input is returned" if self.input_returned else "none")),

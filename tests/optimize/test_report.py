@@ -198,3 +198,15 @@ def test_cost_units_of_the_models():
     assert [cost_unit(m) for m in (Roofline(), Measured(), OpCount(), Flops())] == ["s", "s", "op calls", "FLOP"]
     assert display_unit("s") == ("us", 1e6) and display_unit("FLOP") == ("FLOP", 1.0)
     assert speedup(4.0, 2.0) == 2.0 and speedup(1.0, 0.0) == math.inf and math.isnan(speedup(0.0, 0.0))
+
+
+def test_the_time_budget_says_what_a_measuring_cost_model_spent_outside_it():
+    from gsl_eq.optimize import OptimizeReport
+
+    def report(cost_model: str) -> OptimizeReport:
+        return OptimizeReport("saturate", cost_model, 2.0, 1.0, 10, 8, timings={"price": 61.3},
+                              time_limit=10.0, extraction_budget=9.7)
+
+    assert report("tvm").budget() == ("10 s, 9.70 s of it left for extraction; 61.3 s timing ops for the tvm "
+                                      "model, outside it")
+    assert report("roofline").budget() == "10 s, 9.70 s of it left for extraction"  # pricing shares the limit
