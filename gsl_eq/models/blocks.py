@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from tvm import relax
 
+from ..errors import WorkloadError
 from ..workload import Workload
+
+
+def check_sizes(model: str, **sizes: object) -> None:
+    """A WorkloadError naming the first of ``sizes`` (a model's size arguments) that is not a positive int."""
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise WorkloadError(f"{model}: {name} must be a positive int; got {value!r}")
 
 R = relax.op
 
@@ -108,6 +116,9 @@ def transformer_encoder_layer(seq: int = 16, dim: int = 64, heads: int = 4, ffn:
 
 def bert_encoder(layers: int = 12, seq: int = 32, dim: int = 128, heads: int = 4, ffn: int = 512) -> Workload:
     """A BERT-style encoder: ``layers`` encoder layers on a (1, seq, dim) input."""
+    check_sizes("bert_encoder", layers=layers, seq=seq, dim=dim, heads=heads, ffn=ffn)
+    if dim % heads:
+        raise WorkloadError(f"bert_encoder: dim {dim} must be a multiple of heads {heads} (each head takes dim / heads)")
     h = var("x", 1, seq, dim)
     for k in range(layers):
         h = encoder_layer(h, f"l{k}_", seq, dim, heads, ffn)

@@ -26,7 +26,7 @@ from tvm import relax
 
 from ..errors import WorkloadError
 from ..workload import Workload
-from .blocks import bn, conv, dense, encoder_layer, var
+from .blocks import bn, check_sizes, conv, dense, encoder_layer, var
 
 R = relax.op
 
@@ -166,6 +166,7 @@ def nasrnn(steps: int = 5, hidden: int = 512) -> Workload:
     Weights are shared across steps. ``x`` is (steps, hidden), one row per step;
     the initial states ``h0`` and ``c0`` are parameters. Returns the last ``h``.
     """
+    check_sizes("nasrnn", steps=steps, hidden=hidden)
     x = var("x", steps, hidden)
     h, c = var("h0", 1, hidden), var("c0", 1, hidden)
     wx = [var(f"wx{i}", hidden, hidden) for i in range(len(_NAS_BRANCHES))]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tvm
 
-from gsl_eq import WorkloadError
+from gsl_eq import WorkloadError, models
 from gsl_eq.graph import Kind, from_relax
 from gsl_eq.models.hf import hf_bert, hf_bert_module, hf_gpt2, hf_gpt2_module
 from gsl_eq.models.zoo import ZOO, zoo_model
@@ -133,3 +133,13 @@ def test_hf_without_torch_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "transformers", None)
     with pytest.raises(WorkloadError, match=r"gsl_eq\[torch\]"):
         hf_bert()
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: models.bert_encoder(layers=1, dim=30, heads=4), "bert_encoder: dim 30 must be a multiple of heads 4"),
+    (lambda: models.bert_encoder(layers=0), "bert_encoder: layers must be a positive int; got 0"),
+    (lambda: models.nasrnn(steps=0), "nasrnn: steps must be a positive int; got 0"),
+])
+def test_a_model_built_with_a_bad_size_names_the_argument(build, message):
+    with pytest.raises(WorkloadError, match=message):
+        build()
