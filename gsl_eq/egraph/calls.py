@@ -5,7 +5,7 @@ past its deadline (:meth:`EngineCalls._run` raises :class:`OutOfTime` instead): 
 consuming worklist rows is predicted from the slowest rate per row seen so far, any other
 from the time its rulesets took last, scaled by how much the e-graph grew since (an
 associativity search that took 0.03 s on 4.5k e-nodes took 0.5 s on 88k; a multi-output
-source's, by the cube of that growth). A rule whose search alone is predicted past the deadline
+source's matches, by the cube of that growth). A rule whose search alone is predicted past the deadline
 is left out of the iteration's search (:meth:`EngineCalls._affordable`). Its matches are
 counted per GSL rule from egglog's names for the rules it compiles (:mod:`.compile`).
 """
@@ -35,13 +35,18 @@ class Counts:
         return report.num_matches_per_rule
 
 
+#: What a search spends per match (egglog finding it, its worklist row written): 57 s for 28 million.
+SECONDS_PER_MATCH = 2e-6
+
+
 class OutOfTime(Exception):
     """The deadline passed between two egglog calls."""
 
 
 class EngineCalls:
     """The :class:`~.runner.Runner`'s egglog calls: reads ``egraph``, ``deadline``, ``rules``,
-    ``queries``, ``report`` and ``graph``, and its timing records ``_seconds_per_row`` and ``_last_time``
+    ``queries``, ``report`` and ``graph``, and its timing records ``_seconds_per_row``, ``_last_time`` and
+    ``_last_matches`` (per rule index: the matches its last search found, and the e-nodes then)
     (per kind of call, per row; per ruleset, seconds and the e-nodes then)."""
 
     def _run(self, counts: Counts, rulesets: list[str], rows: int = 0) -> dict[str, int]:
@@ -71,23 +76,27 @@ class EngineCalls:
         return counts.add(out)
 
     def _size(self) -> int:
-        """E-nodes at the end of the last iteration (the input graph's nodes before the first)."""
+        """E-nodes at the end of the last iteration (as loaded, before the first)."""
         its = self.report.iterations
-        return its[-1].enodes if its else len(self.graph)
+        return its[-1].enodes if its else self._loaded_size
 
     def _predicted(self, rulesets: list[str], size: int) -> float:
-        """The time the slowest of ``rulesets`` took last, times the e-graph's growth since, cubed for
-        a source of several outputs: it matches pairs of e-nodes sharing an input, more of them as
+        """The time the slowest of ``rulesets`` took last, times the e-graph's growth since; for the search
+        of a source of several outputs, at least :data:`SECONDS_PER_MATCH` for each match it found last
+        times the cube of that growth: it matches pairs of e-nodes sharing an input, more of them as
         inputs gain readers (TASO's matmul merge, searched again when its ban lifted, found 4,000
-        matches on 1,500 e-nodes and 28 million on 48,000: growth to the power 2.5)."""
-        return max((last * max(1.0, size / max(then, 1)) ** self._power(r)
-                    for r in rulesets for last, then in (self._last_time.get(r, (0.0, size)),)), default=0.0)
+        matches on 1,500 e-nodes and 28 million on 48,000, growth to the power 2.5, in 57 s)."""
+        return max((self._growing(r, size) for r in rulesets), default=0.0)
 
-    def _power(self, ruleset: str) -> int:
+    def _growing(self, ruleset: str, size: int) -> float:
+        last, then = self._last_time.get(ruleset, (0.0, size))
+        predicted = last * max(1.0, size / max(then, 1))
         kind, _, index = ruleset.partition("_")
-        if kind != "search" or not index.isdigit():
-            return 1
-        return 3 if any(len(q.outputs) > 1 for q in self.queries[int(index)] if not q.disconnected) else 1
+        if kind == "search" and index.isdigit() and int(index) in self._last_matches and any(
+                len(q.outputs) > 1 for q in self.queries[int(index)] if not q.disconnected):
+            matches, then = self._last_matches[int(index)]
+            predicted = max(predicted, SECONDS_PER_MATCH * matches * max(1.0, size / max(then, 1)) ** 3)
+        return predicted
 
     def _affordable(self, rules: list[int]) -> tuple[list[int], list[int]]:
         """``rules`` split into those whose search is predicted to end before the deadline, and the others

@@ -78,6 +78,7 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         self.egraph = EGraph()
         self.graph = graph
         self.handles = self.egraph.add_graph(graph, params)
+        self._loaded_size = self.egraph.size()  # what egglog's calls are predicted from before the first iteration
         loaded = time.perf_counter()
         self.rules = list(rules)
         self.queries: list[list[Query]] = []
@@ -106,6 +107,7 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         self._peeking: set[int] = set()  # rules whose rows of opened buckets egglog can count
         self._seconds_per_row: dict[str, float] = {}
         self._last_time: dict[str, tuple[float, int]] = {}
+        self._last_matches: dict[int, tuple[int, int]] = {}
         self.on_iteration = on_iteration
         self.report = Report(compile_time=time.perf_counter() - loaded, load_time=loaded - start)
 
@@ -160,6 +162,7 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
             if searched:  # one egglog call for every search: calls cost, rule sets can be large
                 rulesets = [f"search_{k}" for k in searched] + [f"find_{k}" for k in paired]
                 found = self._per_rule_index(self._run(search, rulesets), searched)
+                self._last_matches.update((k, (found[k], self._size())) for k in searched)
             ticks.append(time.perf_counter())
             self._decide(searched, n, new_keys, accepted, rejected)
             self._run(search, ["reject"])

@@ -7,6 +7,7 @@ import pytest
 
 from gsl_eq import optimize, rules
 from gsl_eq.egraph import Runner, StopReason
+from gsl_eq.egraph.calls import SECONDS_PER_MATCH
 from gsl_eq.models import ac_sum, polynomial
 from tests.conftest import assert_same_outputs
 
@@ -111,14 +112,16 @@ def test_the_node_limit_holds_where_a_bucket_holds_a_lump_of_matches():
         assert 0.9 * limit <= runner.egraph.size() == report.iterations[-1].enodes <= limit
 
 
-def test_a_multi_output_search_is_predicted_to_grow_as_the_cube_of_the_egraph():
+def test_a_multi_output_search_is_predicted_from_its_matches_growing_as_the_cube_of_the_egraph():
     runner = Runner(ac_sum(4).graph, [rules.add_commutative(), rules.parallel_matmul()])
-    runner.deadline = time.perf_counter() + 60
     for k in range(2):
         runner._last_time[f"search_{k}"] = (0.01, 100)
+        runner._last_matches[k] = (1000, 100)
     size = 100 * 10  # the e-graph grew tenfold since both searches
-    assert runner._predicted(["search_0"], size) == pytest.approx(0.01 * 10)
-    assert runner._predicted(["search_1"], size) == pytest.approx(0.01 * 10**3)
+    assert runner._predicted(["search_0"], size) == pytest.approx(0.01 * 10)  # one output: by its time
+    assert runner._predicted(["search_1"], size) == pytest.approx(SECONDS_PER_MATCH * 1000 * 10**3)
+    runner._last_matches[1] = (1, 100)
+    assert runner._predicted(["search_1"], size) == pytest.approx(0.01 * 10)  # few matches: by its time
 
 
 def test_a_search_predicted_past_the_deadline_is_left_out_and_the_run_stops_at_the_time_limit():
@@ -126,7 +129,7 @@ def test_a_search_predicted_past_the_deadline_is_left_out_and_the_run_stops_at_t
     and 28 million on 48,000, one egglog call of 57 s under a 12 s limit: the runner now leaves such
     a search out, and stops when nothing else is left to do."""
     runner = Runner(ac_sum(4).graph, [rules.parallel_matmul()], time_limit=5)
-    runner._last_time["search_0"] = (1.0, 1)  # a search that took 1 s on a 1-node e-graph
+    runner._last_matches[0] = (10**6, 1)  # a million matches on a 1-node e-graph
     start = time.perf_counter()
     report = runner.run()
     assert time.perf_counter() - start < 2
