@@ -40,7 +40,7 @@ class FastIterations:
         iteration is predicted to end well before the deadline."""
         if not self.fast or any(self.backlog) or any(self._pairs(k, n) for k in searched):
             return False
-        size = self.report.iterations[-1].enodes if self.report.iterations else len(self.graph)
+        size = self._size()
         if self._pushed + size > self.node_limit:
             return False
         predicted = self._predicted_time(size) if self.report.iterations else 0.0
