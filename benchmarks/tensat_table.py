@@ -80,7 +80,7 @@ def measure(model: str, rule_set: str, node_limit: int, every_iteration: bool = 
             "before": r.cost_before, "after": r.cost_after, "calls": (r.calls_before, r.calls_after),
             "taso_before": graph_cost(wl.fold_params().graph, taso), "taso_after": graph_cost(result.workload.graph, taso),
             "unfused_before": graph_cost(wl.fold_params().graph, unfused),
-            "fired": sorted(r.applications), "used": sorted(r.rules_used), "returned_input": r.input_returned,
+            "fired": sorted(r.applications), "used": None if r.rules_used is None else sorted(r.rules_used), "returned_input": r.input_returned,
             "diff": max_diff(wl(**inputs), result.workload(**inputs)), "notes": r.notes}
 
 
@@ -192,7 +192,7 @@ def decompose(row: dict, paper: float) -> str:
     """Where a model's shortfall comes from: rules, search limits, extraction, cost model."""
     ours = speedup_pct(row["before"], row["after"])
     parts = [f"- **{row['model']}** ({row['rules']}, speedup {ours:.1f} % against {paper} %):",
-             f"rules: {len(row['fired'])} fired ({_short(row['fired'])}); the result uses {_short(row['used'])}."]
+             f"rules: {len(row['fired'])} fired ({_short(row['fired'])}); the result uses {'(not known: time limit)' if row['used'] is None else _short(row['used'])}."]
     if "tensat" in row["rules"].split("+"):
         parts.append(f"Not ported: {_left_out()}.")
     # a saturated e-graph holds every graph the rules reach: a larger node limit adds nothing

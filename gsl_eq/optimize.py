@@ -78,7 +78,8 @@ class OptimizeReport:
     """What :func:`optimize` did, with costs in ``cost_unit`` under ``cost_model`` (lower is better).
 
     ``rules_used``: the rules whose rewrites the returned module holds, in rule order; empty
-    when the input is returned (``input_returned``; ``notes`` says why). Greedy mode: the
+    when the input is returned (``input_returned``; ``notes`` says why); None when saturate mode
+    could not tell within the time limit. Greedy mode: the
     rules with a rewrite whose nodes survive to the final graph (folded into one of its
     parameters counts; a rewrite that creates no node, only removes, counts), see
     :class:`~gsl_eq.greedy.rewrite.Ledger`. Saturate mode: the rules whose targets built an
@@ -101,7 +102,7 @@ class OptimizeReport:
     calls_after: int
     timings: dict[str, float] = field(default_factory=dict)
     rules: list[str] = field(default_factory=list)
-    rules_used: list[str] = field(default_factory=list)
+    rules_used: list[str] | None = field(default_factory=list)
     applications: dict[str, int] = field(default_factory=dict)
     rejected: dict[str, dict[str, int]] = field(default_factory=dict)
     cost_unit: str = "s"
@@ -174,7 +175,7 @@ class OptimizeReport:
                      ("extractor", f"{self.extractor_label()} ({self.extraction_status}, gap {_fmt_gap(self.gap)})"),
                      ("time budget", self.budget())]
         done = "e-graph applications" if self.mode == "saturate" else "rewrites done"
-        rows += [("rules used", ", ".join(self.rules_used) or
+        rows += [("rules used", "not known (time limit)" if self.rules_used is None else ", ".join(self.rules_used) or
                   ("none: the input is returned" if self.input_returned else "none")),
                  (done + (" (discarded)" if self.input_returned else ""), _fmt_counts(self.applications)),
                  ("rejected " + ("keys" if self.mode == "saturate" else "matches"), "; ".join(
@@ -407,7 +408,7 @@ class Alternative(NamedTuple):
 
     label: str
     workload: Workload
-    rules_used: list[str]
+    rules_used: list[str] | None
 
 
 def _reference(wl: Workload, report: OptimizeReport) -> Reference:
@@ -566,7 +567,13 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     # Which rules the result uses, for the report; not asked of a result the input will replace, as not cheaper:
     # the provenance rules took 8.8 s on a 50k-e-node e-graph of TASO's rules (the report's rules_used is empty then).
     if alternatives or model.name in MEASURING or graph_cost(out.folded_graph(), model) < report.cost_before * (1 - 1e-9):
-        report.rules_used = _rule_names(rule_list, rules_used(runner, snap, choice))
+        used = rules_used(runner, snap, choice, deadline=deadline)
+        if used is None:
+            report.rules_used = None
+            report.notes.append("which rules the result uses is not known: egglog's provenance query was not done "
+                                "within the time limit")
+        else:
+            report.rules_used = _rule_names(rule_list, used)
     timings["attribute"] = time.perf_counter() - t
     t = time.perf_counter()
     out = out.fold_params()

@@ -26,10 +26,12 @@ class Attribution:
     merged: dict[Any, set[int]] = field(default_factory=dict)
 
 
-def attribute(eg: EGraph, snap: Snapshot, choice: Mapping[Any, int], classes: Collection[Any]) -> Attribution:
+def attribute(eg: EGraph, snap: Snapshot, choice: Mapping[Any, int], classes: Collection[Any],
+              wanted: Collection[Any] | None = None) -> Attribution:
     """Which rules build the chosen e-node of each of ``classes`` and every e-class it reads,
     transitively (``choice``: e-class of ``snap`` -> index of its chosen e-node), and which
-    union a matched node into them. The e-graph must not have changed since ``snap``.
+    union a matched node into them; only of the e-classes ``wanted``, if given (the query's
+    cost grows with the chosen e-nodes it asks about). The e-graph must not have changed since ``snap``.
 
     The ``provenance`` rules (:mod:`.compile`) run once, joined with the chosen e-nodes
     only: a rule counts for an e-node when its source matches, under a key it accepted,
@@ -60,10 +62,12 @@ def attribute(eg: EGraph, snap: Snapshot, choice: Mapping[Any, int], classes: Co
         handles = [int_call("Chosen", base + index[c]) for c in children]
         commands.append(egg.ActionCommand(egg.Union(SPAN, int_call("Chosen", base + i),
                                                     call(ctor, lit, *handles))))
-        wanted = [call("WantClass", int_call("Chosen", base + i), int_literal(base + i))]
+        if wanted is not None and cls not in wanted:
+            continue
+        facts = [call("WantClass", int_call("Chosen", base + i), int_literal(base + i))]
         if e.kind is not Kind.VAR:
-            wanted.append(call(want_relation(ctor), lit, *handles, int_literal(base + i)))
-        commands += [egg.ActionCommand(egg.Expr_(SPAN, fact)) for fact in wanted]
+            facts.append(call(want_relation(ctor), lit, *handles, int_literal(base + i)))
+        commands += [egg.ActionCommand(egg.Expr_(SPAN, fact)) for fact in facts]
     if commands:
         eg.egg.run_program(*commands)
     eg.run("(run provenance 1)")

@@ -412,11 +412,11 @@ class Query:
         lines["prune"].append(f"(rule ({row} {body} {done}) ((delete {row})) :ruleset prune :name \"prune {table}\")")
         for j, (ctor, args) in enumerate(terms):
             lines["provenance"].append(
-                f"(rule ({source} {' '.join(built[:j])} ({want_relation(ctor)} {args} w)) "
+                f"(rule (({want_relation(ctor)} {args} w) {' '.join(built[:j])} {source}) "
                 f"((BuiltChosen w {self.index})) :ruleset provenance :name \"provenance {table} {j}\")")
         for s, t in v.unions:
             if t[0] == "s":
-                lines["provenance"].append(f"(rule ({source} (WantClass p{s} w)) ((MergedChosen w {self.index})) "
+                lines["provenance"].append(f"(rule ((WantClass p{s} w) {source}) ((MergedChosen w {self.index})) "
                                            f":ruleset provenance :name \"provenance {table} union {s}\")")
         return "\n".join(line for part in parts for line in lines[part])
 

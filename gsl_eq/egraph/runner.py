@@ -204,11 +204,12 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
                 self.scheduler.lift_bans()
         return iteration, reason
 
-    def attribute(self, snap: Snapshot, choice: Mapping[Any, int], classes: Collection[Any]) -> Attribution:
+    def attribute(self, snap: Snapshot, choice: Mapping[Any, int], classes: Collection[Any],
+                  wanted: Collection[Any] | None = None) -> Attribution:
         """:func:`.attribution.attribute` with the provenance rules of every decided variant."""
         self._define_all("provenance")
         self.egraph.number()
-        return attribute(self.egraph, snap, choice, classes)
+        return attribute(self.egraph, snap, choice, classes, wanted)
 
     def _predicted_time(self, size: int) -> float:
         its = self.report.iterations

@@ -12,6 +12,7 @@ kept as the baseline the other extractors are compared with.
 from __future__ import annotations
 
 import math
+import time
 from typing import Any, Collection, Hashable, Mapping, Sequence
 
 from egglog import bindings as egg
@@ -19,6 +20,7 @@ from egglog import bindings as egg
 from ..egraph import EGraph, Runner, Snapshot
 from ..egraph.egraph import SPAN, int_call, int_literal
 from ..graph import Graph, Kind, Node
+from .bounded import run_bounded
 from .buildable import Call, unbuildable
 from .cost import CostModel
 from .extractors import ENodeCost, ExtractGraph, ExtractionError
@@ -166,7 +168,8 @@ def _node(eg: EGraph, kind: Kind, op: str | None, payload: int, name: str | None
     return Node.call(op, inputs, dict(eg.attrs[payload]))
 
 
-def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int]) -> set[int]:
+def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int],
+               deadline: float | None = None) -> set[int] | None:
     """The indices (in ``runner.rules``) of the rules the chosen term relies on, over the e-nodes
     :func:`rebuild` would use (asked of the e-graph once, :meth:`~gsl_eq.egraph.Runner.attribute`):
 
@@ -179,15 +182,20 @@ def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int]) -
       those that union a matched node into its e-class (``x`` for ``transpose(transpose(x))``).
       The e-graph does not keep which union joined which e-nodes, so the latter may name a rule
       whose union the term does not need.
+
+    Only those e-classes are asked about. egglog cannot be stopped inside its query (it took
+    minutes on some 50k-e-node e-graphs of TASO's rules), so with a ``deadline`` the query runs
+    in a forked process (:func:`~.bounded.run_bounded`) and None comes back if it is not done by then.
     """
-    loaded, origin, used = runner.egraph.loaded, snap.provenance, set()
-    rules = runner.attribute(snap, choice, roots(runner, snap))
+    loaded, origin = runner.egraph.loaded, snap.provenance
+    built: set[Hashable] = set()  # e-classes whose chosen e-node's builders count
+    stand_ins: set[Hashable] = set()  # ... or, if none builds it, the rules that union into it
 
     def check(cls: Hashable, expected: set[int]) -> None:
         """The chosen e-node of ``cls`` stands where the loaded graph had the nodes ``expected``."""
         e = snap.classes[cls][choice[cls]]
         if origin.loaded_from(e) and expected.isdisjoint(origin.loaded_from(e)):
-            used.update(rules.built.get(cls) or rules.merged.get(cls, ()))
+            stand_ins.add(cls)
 
     for out in runner.graph.outputs:
         check(snap.handles[runner.handles[out]], {runner.handles[out]})
@@ -199,12 +207,22 @@ def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int]) -
             e = snap.classes[cls][choice[cls]]
             handles = origin.loaded_from(e)
             if not handles:
-                used |= rules.built.get(cls, set())
+                built.add(cls)
             for i, child in enumerate(e.children):
                 if handles:
                     check(child, {loaded[h][2][i] for h in handles})
                 stack.append(child)
-    return used
+    if not built and not stand_ins:
+        return set()
+
+    def ask() -> list[set[int]]:
+        """Per e-class of ``built`` then of ``stand_ins``, the rules that count (indices cross a fork)."""
+        found = runner.attribute(snap, choice, roots(runner, snap), wanted=built | stand_ins)
+        return ([found.built.get(cls, set()) for cls in built]
+                + [found.built.get(cls) or found.merged.get(cls, set()) for cls in stand_ins])
+
+    per_class = ask() if deadline is None else run_bounded(ask, deadline - time.perf_counter())
+    return None if per_class is None else set().union(*per_class)
 
 
 def egglog_extract(runner: Runner, snap: Snapshot) -> dict[Hashable, int]:

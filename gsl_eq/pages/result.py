@@ -132,8 +132,9 @@ def _rules(report: Any, origins: Mapping[Node, frozenset[str]], diff: GraphDiff 
     made = Counter(rule for node, rules in origins.items() for rule in rules)
     rejected = {rule: sum(reasons.values()) for rule, reasons in report.rejected.items()}
     done = "e-graph applications" if report.mode == "saturate" else "rewrites done"
-    names = [r for r in report.rules if r in report.applications or r in report.rules_used or r in rejected]
-    rows = [(r, "yes" if r in report.rules_used else "no", report.applications.get(r, 0),
+    used = report.rules_used
+    names = [r for r in report.rules if r in report.applications or r in (used or ()) or r in rejected]
+    rows = [(r, "not known" if used is None else "yes" if r in used else "no", report.applications.get(r, 0),
              made.get(r, "-") if report.mode == "greedy" else "-", rejected.get(r, 0)) for r in names]
     quiet = len(report.rules) - len(names)
     parts = [table(["rule", "in the result", done, "result nodes it made", "matches rejected"], rows,
