@@ -8,17 +8,75 @@ and name every parameter they create after the layer.
 
 from __future__ import annotations
 
+import functools
+import inspect
+from typing import Callable, TypeVar
+
 from tvm import relax
 
 from ..errors import WorkloadError
+from ..graph.types import TensorType, TupleType
 from ..workload import Workload
 
+Build = TypeVar("Build", bound=Callable[..., Workload])
 
-def check_sizes(model: str, **sizes: object) -> None:
-    """A WorkloadError naming the first of ``sizes`` (a model's size arguments) that is not a positive int."""
-    for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise WorkloadError(f"{model}: {name} must be a positive int; got {value!r}")
+
+def sized(build: Build) -> Build:
+    """A model constructor whose size arguments are checked, so that bad sizes raise a
+    :class:`WorkloadError` naming the argument or the layer, not an error from inside TVM.
+
+    An argument whose default is an int must be a positive int; one whose default is a tuple of
+    ints, a sequence of non-negative ints (block counts, shapes). Sizes that pass but make no valid
+    graph (an image shrunk to nothing by the network's strides, a width not dividing into groups)
+    are named with the first layer whose output has no elements, or TVM's reason.
+    """
+    signature = inspect.signature(build)
+
+    @functools.wraps(build)
+    def checked(*args: object, **kwargs: object) -> Workload:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        call = f"{build.__name__}({', '.join(f'{k}={v!r}' for k, v in bound.arguments.items())})"
+        for name, value in bound.arguments.items():
+            default = signature.parameters[name].default
+            if isinstance(default, bool) or name == "seed":
+                continue
+            if isinstance(default, int) and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise WorkloadError(f"{build.__name__}: {name} must be a positive int; got {value!r}")
+            if isinstance(default, tuple) and all(isinstance(d, int) for d in default) and (
+                    not isinstance(value, (tuple, list))
+                    or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in value)):
+                raise WorkloadError(f"{build.__name__}: {name} must be a sequence of non-negative ints; got {value!r}")
+        try:
+            workload = build(*args, **kwargs)
+        except WorkloadError as error:
+            if str(error).startswith(build.__name__):
+                raise
+            raise WorkloadError(f"{call}: {error}") from None
+        except (RuntimeError, ValueError, ZeroDivisionError, IndexError) as error:  # TVM's errors are RuntimeErrors
+            reason = str(error).strip().splitlines()
+            raise WorkloadError(f"{call} makes no valid graph: {reason[-1] if reason else type(error).__name__}") from None
+        for node in workload.graph:
+            empty = [t for t in _tensor_types(node.type) if any(d < 1 for d in t.shape)]
+            if empty:
+                where = node.name or node.op
+                raise WorkloadError(f"{call}: the sizes are too small: {where} gives {empty[0]}")
+        return workload
+
+    return checked  # type: ignore[return-value]
+
+
+def check_heads(model: str, width_name: str, width: int, heads: int) -> None:
+    """A WorkloadError unless attention's ``width`` splits into ``heads`` heads of one size."""
+    if width % heads:
+        raise WorkloadError(f"{model}: {width_name} {width} must be a multiple of heads {heads} "
+                            f"(each head takes {width_name} / heads)")
+
+
+def _tensor_types(ty: object) -> list[TensorType]:
+    if isinstance(ty, TupleType):
+        return [t for field in ty.fields for t in _tensor_types(field)]
+    return [ty] if isinstance(ty, TensorType) else []
 
 R = relax.op
 
@@ -52,6 +110,7 @@ def diamond_conv() -> Workload:
     return Workload.from_expr(y, {"x"})
 
 
+@sized
 def resnet_bottleneck(ch: int = 64, mid: int = 16, size: int = 8) -> Workload:
     """A ResNet-50 bottleneck: three conv + batch_norm (+ relu) and the identity shortcut."""
     x = var("x", 1, ch, size, size)
@@ -70,6 +129,7 @@ def inception(x: relax.Expr, name: str, ch: int) -> relax.Expr:
     return R.concat([b1, b2, b3, b4], axis=1)
 
 
+@sized
 def inception_block(ch: int = 32, size: int = 8) -> Workload:
     """An Inception-style block: four parallel branches, concatenated, then split in two."""
     x = var("x", 1, ch, size, size)
@@ -78,6 +138,7 @@ def inception_block(ch: int = 32, size: int = 8) -> Workload:
     return Workload.from_expr(y, {"x"})
 
 
+@sized
 def inception_network(blocks: int = 6, ch: int = 32, size: int = 16) -> Workload:
     """An Inception-style CNN: a stem conv, ``blocks`` inception blocks (pooling halfway), a classifier."""
     x = var("x", 1, 3, size, size)
@@ -108,23 +169,25 @@ def encoder_layer(x: relax.Expr, name: str, seq: int, dim: int, heads: int, ffn:
     return layer_norm(R.add(h, ff), f"{name}ln2", dim)
 
 
+@sized
 def transformer_encoder_layer(seq: int = 16, dim: int = 64, heads: int = 4, ffn: int = 128) -> Workload:
     """One transformer encoder layer on a (1, seq, dim) input."""
+    check_heads("transformer_encoder_layer", "dim", dim, heads)
     x = var("x", 1, seq, dim)
     return Workload.from_expr(encoder_layer(x, "", seq, dim, heads, ffn), {"x"})
 
 
+@sized
 def bert_encoder(layers: int = 12, seq: int = 32, dim: int = 128, heads: int = 4, ffn: int = 512) -> Workload:
     """A BERT-style encoder: ``layers`` encoder layers on a (1, seq, dim) input."""
-    check_sizes("bert_encoder", layers=layers, seq=seq, dim=dim, heads=heads, ffn=ffn)
-    if dim % heads:
-        raise WorkloadError(f"bert_encoder: dim {dim} must be a multiple of heads {heads} (each head takes dim / heads)")
+    check_heads("bert_encoder", "dim", dim, heads)
     h = var("x", 1, seq, dim)
     for k in range(layers):
         h = encoder_layer(h, f"l{k}_", seq, dim, heads, ffn)
     return Workload.from_expr(h, {"x"})
 
 
+@sized
 def ac_sum(terms: int = 16, shape: tuple[int, ...] = (2, 3)) -> Workload:
     """``a0 + a1 + ... + a<terms-1>``, left to right, every term a runtime input: the classic
     explosive case for commutativity and associativity (every sum order is equivalent)."""
@@ -135,6 +198,7 @@ def ac_sum(terms: int = 16, shape: tuple[int, ...] = (2, 3)) -> Workload:
     return Workload.from_expr(h, {f"a{k}" for k in range(terms)})
 
 
+@sized
 def polynomial(ops: int = 300, inputs: int = 8, shape: tuple[int, ...] = (4, 4), seed: int = 0) -> Workload:
     """A random chain of about ``ops`` element-wise adds and multiplies over ``inputs`` runtime inputs
     of one shape (no broadcasting), each step also reading a random earlier value: every ring rule

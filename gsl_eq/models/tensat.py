@@ -29,7 +29,7 @@ from tvm import relax
 
 from ..errors import WorkloadError
 from ..workload import Workload
-from .blocks import var
+from .blocks import check_heads, sized, var
 from .zoo import he_uniform
 
 R = relax.op
@@ -127,6 +127,7 @@ class _Graph:
 # --------------------------------------------------------------------------- graphs TENSAT builds in Rust
 
 
+@sized
 def tensat_bert(layers: int = 8, seq: int = 64, hidden: int = 1024, heads: int = 16) -> Workload:
     """TENSAT's BERT (src/bert.rs): a relu of the (seq, hidden) input, then ``layers`` attention blocks.
 
@@ -134,6 +135,7 @@ def tensat_bert(layers: int = 8, seq: int = 64, hidden: int = 1024, heads: int =
     product is the next block's input. Q, K and V are split into heads, multiplied without softmax
     (q @ k, then @ v) and joined back. The outputs are every block's attention and the last input.
     """
+    check_heads("tensat_bert", "hidden", hidden, heads)
     g = _Graph()
     x = g.activation(g.input(seq, hidden), 2)
     head = hidden // heads
@@ -147,6 +149,7 @@ def tensat_bert(layers: int = 8, seq: int = 64, hidden: int = 1024, heads: int =
     return g.workload([*outputs, x], scale_weights=False)
 
 
+@sized
 def tensat_nasrnn(steps: int = 5, hidden: int = 512) -> Workload:
     """TENSAT's NasRNN (src/nasrnn.rs): the NAS cell over ``steps`` (1, hidden) inputs, fresh weights at
     every step; the initial state is a parameter.
@@ -179,6 +182,7 @@ def _resnext_block(g: _Graph, x: _Tensor, stride: int, channels: int, groups: in
     return g.activation(g.elementwise(R.add, x, t), 2)
 
 
+@sized
 def tensat_resnext50(image_size: int = 224, blocks: Sequence[int] = (3, 4, 6, 3), groups: int = 32) -> Workload:
     """TENSAT's ResNeXt-50 (src/resnext50.rs): a 7x7 stride-2 conv, a max pool, then bottleneck blocks
     (1x1, grouped 3x3, 1x1 convs; a 1x1 conv on the shortcut where the shape changes), no classifier."""
@@ -227,6 +231,7 @@ def _reduction_cell(g: _Graph, prev: _Tensor, cur: _Tensor, channels: int) -> _T
     return g.concat(1, out)
 
 
+@sized
 def tensat_nasnet_a(image_size: int = 224, stages: int = 3, cells: int = 5, channels: int = 128) -> Workload:
     """TENSAT's NasNet-A (src/nasneta.rs): a 7x7 stride-2 conv and a max pool, then ``stages`` times
     ``cells`` normal cells and a reduction cell (separable convs as a grouped conv and a 1x1 conv)."""

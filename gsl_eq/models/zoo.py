@@ -26,7 +26,7 @@ from tvm import relax
 
 from ..errors import WorkloadError
 from ..workload import Workload
-from .blocks import bn, check_sizes, conv, dense, encoder_layer, var
+from .blocks import bn, check_heads, conv, dense, encoder_layer, sized, var
 
 R = relax.op
 
@@ -128,6 +128,7 @@ def _conv_out(size: int, k: int, stride: int, padding: int) -> int:
 # --------------------------------------------------------------------------- transformers and RNNs
 
 
+@sized
 def bert(layers: int = 8, seq: int = 64, hidden: int = 1024, heads: int = 16, ffn: int = 4096) -> Workload:
     """BERT encoder stack as in TASO/TENSAT's BERT benchmark: 8 layers, sequence 64, hidden 1024, 16 heads.
 
@@ -137,6 +138,7 @@ def bert(layers: int = 8, seq: int = 64, hidden: int = 1024, heads: int = 16, ff
     then a GELU feed-forward of width ``ffn`` (BERT-large: 4096) with residual +
     layer norm. The input ``x`` is the (1, seq, hidden) embedded sequence.
     """
+    check_heads("bert", "hidden", hidden, heads)
     h = var("x", 1, seq, hidden)
     for k in range(layers):
         h = encoder_layer(h, f"l{k}_", seq, hidden, heads, ffn)
@@ -151,6 +153,7 @@ _NAS_BRANCHES: list[tuple[Callable[..., relax.Expr], Callable[..., relax.Expr]]]
 ]
 
 
+@sized
 def nasrnn(steps: int = 5, hidden: int = 512) -> Workload:
     """The NAS recurrent cell (Zoph & Le 2017), unrolled over ``steps`` time steps as in TASO/TENSAT's NasRNN:
     5 steps, hidden size 512.
@@ -166,7 +169,6 @@ def nasrnn(steps: int = 5, hidden: int = 512) -> Workload:
     Weights are shared across steps. ``x`` is (steps, hidden), one row per step;
     the initial states ``h0`` and ``c0`` are parameters. Returns the last ``h``.
     """
-    check_sizes("nasrnn", steps=steps, hidden=hidden)
     x = var("x", steps, hidden)
     h, c = var("h0", 1, hidden), var("c0", 1, hidden)
     wx = [var(f"wx{i}", hidden, hidden) for i in range(len(_NAS_BRANCHES))]
@@ -212,6 +214,7 @@ def _bottleneck_network(
     return _classifier(h, in_ch, classes)
 
 
+@sized
 def resnet50(
     image_size: int = 224, layers: Sequence[int] = (3, 4, 6, 3), batch_norm: bool = True, classes: int = 1000
 ) -> Workload:
@@ -223,6 +226,7 @@ def resnet50(
     return _cnn_workload(_bottleneck_network(image_size, layers, 64, 1, batch_norm, classes))
 
 
+@sized
 def resnext50(
     image_size: int = 224,
     layers: Sequence[int] = (3, 4, 6, 3),
@@ -251,6 +255,7 @@ def _relu6(x: relax.Expr) -> relax.Expr:
     return R.clip(x, 0.0, 6.0)
 
 
+@sized
 def mobilenet_v2(
     image_size: int = 224, blocks: Sequence[int] = (1, 2, 3, 4, 3, 3, 1), batch_norm: bool = True, classes: int = 1000
 ) -> Workload:
@@ -339,6 +344,7 @@ def _reduction_cell(h: relax.Expr, p: relax.Expr, name: str, f: int, batch_norm:
     return R.concat([b1, b2, b3, b4], axis=1)
 
 
+@sized
 def nasnet_a(
     image_size: int = 224, cells: int = 4, filters: int = 44, batch_norm: bool = False, classes: int = 1000
 ) -> Workload:
@@ -353,6 +359,8 @@ def nasnet_a(
     its current one, it is brought down by a strided 1x1 conv instead of
     NASNet's two-path factorized reduction.
     """
+    if filters < 4:
+        raise WorkloadError(f"nasnet_a needs filters >= 4 (the stem's first reduction cell has filters / 4), got {filters}")
     x = _image(image_size)
     size = _conv_out(image_size, 3, 2, 1)
     stem = (_unit(x, "stem", 3, 32, 3, 2, batch_norm=batch_norm, relu=False), 32, size)
@@ -419,6 +427,7 @@ def _grid_reduction(
     return R.concat([out for out, _ in convs] + [_max_pool(x)], axis=1), sum(ch for _, ch in convs) + in_ch
 
 
+@sized
 def inception_v3(
     image_size: int = 299, modules: Sequence[int] = (3, 4, 2), batch_norm: bool = False, classes: int = 1000
 ) -> Workload:
@@ -462,6 +471,7 @@ def _fire(x: relax.Expr, name: str, in_ch: int, squeeze: int, expand: int) -> tu
     return R.concat([e1, e3], axis=1), 2 * expand
 
 
+@sized
 def squeezenet(image_size: int = 224, classes: int = 1000) -> Workload:
     """SqueezeNet 1.1 (Iandola et al. 2016, v1.1 release) at 224x224: a 3x3/2 conv, 8 fire modules
     (squeeze 16-64, expand 64-256) with 3x3/2 max pools (ceil mode) after conv1, fire3 and fire5,
@@ -480,10 +490,13 @@ def squeezenet(image_size: int = 224, classes: int = 1000) -> Workload:
 _VGG19_STAGES = [(64, 2), (128, 2), (256, 4), (512, 4), (512, 4)]
 
 
+@sized
 def vgg19(image_size: int = 224, fc: int = 4096, classes: int = 1000) -> Workload:
     """VGG-19 (Simonyan & Zisserman 2015, configuration E) at 224x224: 16 3x3 convs (+ bias, relu)
     in five stages of 64-512 channels, each closed by a 2x2/2 max pool, then three fully
     connected layers (``fc`` = 4096, 4096, ``classes``) on the flattened 512x7x7 features."""
+    if image_size < 2 ** len(_VGG19_STAGES):
+        raise WorkloadError(f"vgg19 needs image_size >= {2 ** len(_VGG19_STAGES)} (five 2x2 pools), got {image_size}")
     h, ch = _image(image_size), 3
     for s, (width, convs) in enumerate(_VGG19_STAGES):
         h, ch = _chain(h, f"conv{s + 1}_", ch, [(width, 3)] * convs, False)

@@ -139,7 +139,32 @@ def test_hf_without_torch_says_what_to_install(monkeypatch):
     (lambda: models.bert_encoder(layers=1, dim=30, heads=4), "bert_encoder: dim 30 must be a multiple of heads 4"),
     (lambda: models.bert_encoder(layers=0), "bert_encoder: layers must be a positive int; got 0"),
     (lambda: models.nasrnn(steps=0), "nasrnn: steps must be a positive int; got 0"),
+    (lambda: models.resnet50(image_size=0), "resnet50: image_size must be a positive int; got 0"),
+    (lambda: models.resnet50(layers=3), "resnet50: layers must be a sequence of non-negative ints; got 3"),
+    (lambda: models.vgg19(image_size=16), r"vgg19 needs image_size >= 32 \(five 2x2 pools\), got 16"),
+    (lambda: models.nasnet_a(filters=3), "nasnet_a needs filters >= 4"),
+    (lambda: models.bert(hidden=30, heads=4), "bert: hidden 30 must be a multiple of heads 4"),
+    (lambda: models.tensat_bert(hidden=30), "tensat_bert: hidden 30 must be a multiple of heads 16"),
+    (lambda: models.ac_sum(terms=0), "ac_sum: terms must be a positive int; got 0"),
+    (lambda: models.polynomial(ops=0), "polynomial: ops must be a positive int; got 0"),
+    (lambda: models.inception_block(ch=0), "inception_block: ch must be a positive int; got 0"),
+    # sizes each valid alone that shrink a layer's output to nothing, named with the layer
+    (lambda: models.squeezenet(image_size=10), r"squeezenet\(image_size=10, classes=1000\): the sizes are too small: "
+                                               r"relax.nn.max_pool2d gives Tensor\[\(1, 256, 0, 0\), float32\]"),
+    (lambda: models.ac_sum(shape=(2, 0)), r"the sizes are too small: a0 gives Tensor\[\(2, 0\), float32\]"),
+    # an error of the graph builder, prefixed with the call
+    (lambda: models.tensat_resnext50(groups=3), r"tensat_resnext50\(image_size=224, blocks=\(3, 4, 6, 3\), groups=3\): "
+                                                "conv2d: 128 input channels do not divide into groups of 42"),
 ])
 def test_a_model_built_with_a_bad_size_names_the_argument(build, message):
     with pytest.raises(WorkloadError, match=message):
         build()
+
+
+def test_size_checks_keep_a_model_s_signature_and_small_valid_sizes():
+    import inspect
+
+    assert list(inspect.signature(models.resnet50).parameters) == ["image_size", "layers", "batch_norm", "classes"]
+    assert models.resnet50.__doc__.startswith("ResNet-50")
+    assert len(models.resnet50(image_size=8, layers=(1, 0, 1, 1), classes=10).graph) > 0
+    assert len(models.vgg19(image_size=32, fc=8, classes=2).graph) > 0
