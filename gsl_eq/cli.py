@@ -242,7 +242,7 @@ def details_table(r: OptimizeReport) -> Table:
     rejected = "; ".join(f"{rule}: " + ", ".join(f"{why} x{n}" for why, n in reasons.items())
                          for rule, reasons in sorted(r.rejected.items()))
     applications = ", ".join(f"{k} x{v}" for k, v in sorted(r.applications.items()) if v) or "none"
-    rows += [("rules used", "not known (time limit)" if r.rules_used is None else ", ".join(r.rules_used) or "none"),
+    rows += [("rules used", r.used_text()),
              ("applications" + (" (discarded)" if r.input_returned else ""), applications)]
     if rejected:
         rows.append(("rejected", rejected))

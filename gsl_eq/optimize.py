@@ -175,8 +175,7 @@ class OptimizeReport:
                      ("extractor", f"{self.extractor_label()} ({self.extraction_status}, gap {_fmt_gap(self.gap)})"),
                      ("time budget", self.budget())]
         done = "e-graph applications" if self.mode == "saturate" else "rewrites done"
-        rows += [("rules used", "not known (time limit)" if self.rules_used is None else ", ".join(self.rules_used) or
-                  ("none: the input is returned" if self.input_returned else "none")),
+        rows += [("rules used", self.used_text()),
                  (done + (" (discarded)" if self.input_returned else ""), _fmt_counts(self.applications)),
                  ("rejected " + ("keys" if self.mode == "saturate" else "matches"), "; ".join(
                      f"{rule}: {_fmt_counts(reasons)}" for rule, reasons in sorted(self.rejected.items())) or "none"),
@@ -186,6 +185,12 @@ class OptimizeReport:
         for k, v in rows:
             t.add_row(k, v)
         return t
+
+    def used_text(self) -> str:
+        """``rules_used`` as one line of text."""
+        if self.rules_used is None:
+            return "not known (time limit)"
+        return ", ".join(self.rules_used) or ("none: the input is returned" if self.input_returned else "none")
 
     def __str__(self) -> str:
         from rich.console import Console
