@@ -35,8 +35,13 @@ class Counts:
         return report.num_matches_per_rule
 
 
-#: What a search spends per match (egglog finding it, its worklist row written): 57 s for 28 million.
-SECONDS_PER_MATCH = 2e-6
+#: What a match found costs, its worklist row written (57 s for 28 million), then read by the rules that
+#: reject or apply it and cleared when the run stops (24 s and 16 s for 21 million): what a search is
+#: predicted by, so that the time left covers the rows it leaves.
+SECONDS_PER_MATCH = 4e-6
+#: What a call consuming worklist rows spends per row until its own rate is measured: dropping the rows
+#: of rejected keys took 24 s for 21 million (a variadic source's matches on MobileNet-V2).
+SECONDS_PER_ROW = 1e-6
 
 
 class OutOfTime(Exception):
@@ -55,13 +60,14 @@ class EngineCalls:
         many worklist rows it consumes, when that is known.
 
         egglog cannot be stopped inside a call, so each call's time is predicted: per row
-        consumed for the calls that consume worklists (the slowest rate seen so far), else the
+        consumed for the calls that consume worklists (the slowest rate seen so far, or
+        :data:`SECONDS_PER_ROW` before one is measured), else the
         time the slowest of its rulesets took last (alone or with others), times the e-graph's
         growth since.
         """
         kind = rulesets[0].split("_")[0]
         size = self._size()
-        predicted = self._seconds_per_row.get(kind, 0.0) * rows if rows else self._predicted(rulesets, size)
+        predicted = self._seconds_per_row.get(kind, SECONDS_PER_ROW) * rows if rows else self._predicted(rulesets, size)
         start = time.perf_counter()
         if start + predicted > self.deadline:
             raise OutOfTime
@@ -85,7 +91,8 @@ class EngineCalls:
         of a source of several outputs, at least :data:`SECONDS_PER_MATCH` for each match it found last
         times the cube of that growth: it matches pairs of e-nodes sharing an input, more of them as
         inputs gain readers (TASO's matmul merge, searched again when its ban lifted, found 4,000
-        matches on 1,500 e-nodes and 28 million on 48,000, growth to the power 2.5, in 57 s)."""
+        matches on 1,500 e-nodes and 28 million on 48,000, growth to the power 2.5, in 57 s; a variadic
+        merge of split parts on MobileNet-V2, 138,000 on 8,700 and 21 million on 39,000, power 3.3)."""
         return max((self._growing(r, size) for r in rulesets), default=0.0)
 
     def _growing(self, ruleset: str, size: int) -> float:
