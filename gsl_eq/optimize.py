@@ -525,8 +525,11 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     runner = Runner(wl.graph, rule_list, node_limit=node_limit, iter_limit=iter_limit, time_limit=time_limit,
                     on_iteration=on_iteration, params=wl.params,
                     extraction_reserve=EXTRACTION_SECONDS_PER_ENODE + ATTRIBUTION_SECONDS_PER_ENODE,
-                    multi_iterations=multi_iterations)
+                    multi_iterations=multi_iterations, deadline=deadline - EXTRACTION_SHARE * time_limit)
     timings["compile"], timings["load"] = runner.report.compile_time, runner.report.load_time
+    if runner.report.uncompiled:
+        report.notes.append(f"compiling the rules reached the time limit: {len(runner.report.uncompiled)} of "
+                            f"{len(rule_list)} were not compiled and never searched")
     run = runner.run(deadline=deadline - EXTRACTION_SHARE * time_limit)
     timings["saturate"] = run.total_time
     report.stop_reason = run.stop_reason.value

@@ -87,7 +87,7 @@ class FastIterations:
         # no rule is banned while iterations are fast: a rule past its limit ends them
         if enodes >= self.node_limit:
             return iteration, StopReason.NODE_LIMIT
-        return iteration, None if counts.updated or len(searched) < self.scheduler.active(n) else StopReason.SATURATED
+        return iteration, None if counts.updated or len(searched) < self.scheduler.active(n) else self._nothing_left()
 
     def _end_fast(self) -> None:
         """Make every later iteration controlled."""

@@ -56,6 +56,7 @@ class Report:
     stop_reason: StopReason | None = None
     compile_time: float = 0.0  # compiling the rules into egglog
     load_time: float = 0.0  # loading the graph
+    uncompiled: list[str] = field(default_factory=list)  # rules not compiled by the deadline: never searched
 
     @property
     def python_time(self) -> float:

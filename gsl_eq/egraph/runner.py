@@ -58,7 +58,8 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
     matches; part matches not paired by then are left out. With ``multi_iterations``
     every rule with several source outputs is searched in that many first iterations
     only (TENSAT's ``iter_multi`` for all of them; the run is saturated when the other
-    rules are). ``fast=False`` makes every
+    rules are). ``deadline`` (a ``time.perf_counter()`` value) bounds compiling the rules: those
+    not compiled by then are never searched (the report's ``uncompiled``). ``fast=False`` makes every
     iteration controlled (see :mod:`.fast`); fast iterations also end once pushing the
     e-graph takes more than ``push_worth`` times as long as applying the matches (``math.inf``:
     never for that reason, whatever the clock says).
@@ -73,7 +74,7 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
                  ban_length: int = 5, max_variadic: int = MAX_VARIADIC,
                  on_iteration: Callable[[Iteration], None] | None = None, params: Collection[str] = (),
                  extraction_reserve: float = 0.0, pair_iterations: int = 1, fast: bool = True,
-                 push_worth: float = PUSH_WORTH, multi_iterations: int | None = None):
+                 push_worth: float = PUSH_WORTH, multi_iterations: int | None = None, deadline: float | None = None):
         start = time.perf_counter()
         self.egraph = EGraph()
         self.graph = graph
@@ -82,9 +83,15 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         loaded = time.perf_counter()
         self.rules = list(rules)
         self.queries: list[list[Query]] = []
+        uncompiled = []
         for k, rule in enumerate(self.rules):
-            queries = compile_rule(rule, k, self.egraph, max_variadic)
             rulesets = Rulesets.of_rule(k)
+            if deadline is not None and time.perf_counter() > deadline:  # TASO's 600 rules take seconds
+                uncompiled.append(rule.name)
+                self.queries.append([])
+                self.egraph.run(rulesets.declarations())  # empty: running them does nothing
+                continue
+            queries = compile_rule(rule, k, self.egraph, max_variadic)
             self.egraph.run("\n".join([rulesets.declarations(), *(q.program(rulesets) for q in queries)]))
             self.queries.append(queries)
         self._mark_apart()
@@ -109,7 +116,7 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         self._last_time: dict[str, tuple[float, int]] = {}
         self._last_matches: dict[int, tuple[int, int]] = {}
         self.on_iteration = on_iteration
-        self.report = Report(compile_time=time.perf_counter() - loaded, load_time=loaded - start)
+        self.report = Report(compile_time=time.perf_counter() - loaded, load_time=loaded - start, uncompiled=uncompiled)
 
     def run(self, deadline: float | None = None) -> Report:
         """Saturate until a limit; ``deadline`` (a ``time.perf_counter()`` value) overrides ``time_limit``."""
@@ -200,7 +207,7 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
             reason = StopReason.NODE_LIMIT
         if reason is None and not (search.updated or apply.updated):
             if not any(self.backlog) and not self._unpaired(sizes, n + 1) and len(searched) == self.scheduler.active(n):
-                reason = StopReason.SATURATED
+                reason = self._nothing_left()
             elif self.scheduler.any_banned(n + 1):  # nothing else changes: lift the bans early (egg does the same)
                 self.scheduler.lift_bans()
         return iteration, reason
@@ -211,6 +218,11 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         self._define_all("provenance")
         self.egraph.number()
         return attribute(self.egraph, snap, choice, classes, wanted)
+
+    def _nothing_left(self) -> StopReason:
+        """Why a run that found nothing more to do stops: saturated, unless some rules were left
+        uncompiled at the deadline and never searched."""
+        return StopReason.TIME_LIMIT if self.report.uncompiled else StopReason.SATURATED
 
     def _predicted_time(self, size: int) -> float:
         its = self.report.iterations
