@@ -658,6 +658,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The options that name a file to write.
+OUTPUT_OPTIONS = ("output", "report", "html", "plot")
+
+
+def check_output_paths(args: argparse.Namespace) -> None:
+    """A GslEqError, before any work, for a file to write whose directory does not exist."""
+    for option in OUTPUT_OPTIONS:
+        value = getattr(args, option, None)
+        if value and not Path(value).parent.is_dir():
+            raise GslEqError(f"--{option} {value}: the directory {Path(value).parent} does not exist")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from rich.console import Console
@@ -666,6 +678,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Rich writes escape codes and progress bars to terminals only; pipes and logs get whole rows.
     console = Console(width=None if sys.stdout.isatty() else 140, highlight=False)
     try:
+        check_output_paths(args)
         if args.command == "demo":
             return demo(console)
         if args.command == "bench":

@@ -13,6 +13,7 @@ import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from numbers import Integral
 from typing import Any, Sequence
 
 import tvm
@@ -20,6 +21,7 @@ import tvm
 from .errors import GslEqError
 from .extract import CostModel, get_cost_model
 from .frontend import Subst
+from .limits import check_count
 from .optimize import OptimizeReport, as_workload, cost_unit, display_unit, optimize, speedup
 from .workload import Workload
 
@@ -108,8 +110,11 @@ class OrderingComparison:
 def orderings_of(n: int, count: int | Sequence[Sequence[int]], seed: int = 0) -> list[tuple[int, ...]]:
     """Rule orders to try: every permutation of ``n`` rules when there are at most ``count``,
     else ``count`` distinct ones drawn with ``seed``; a list of orders is taken as it is."""
-    if not isinstance(count, int):
+    if isinstance(count, (str, bytes)) or not isinstance(count, (Integral, Sequence)):
+        raise OrderingError(f"orderings must be a positive int or a list of rule orders; got {count!r}")
+    if not isinstance(count, Integral):
         return [tuple(o) for o in count]
+    count = check_count("orderings", count)
     if math.factorial(n) <= count:
         return list(itertools.permutations(range(n)))
     rng, chosen = random.Random(seed), dict.fromkeys([tuple(range(n))])
@@ -118,6 +123,26 @@ def orderings_of(n: int, count: int | Sequence[Sequence[int]], seed: int = 0) ->
         rng.shuffle(order)
         chosen[tuple(order)] = None
     return list(chosen)
+
+
+class OrderingError(GslEqError, ValueError):
+    """An ``orderings`` argument that names no rule order."""
+
+
+def _indices(order: Sequence[int | str], names: list[str]) -> list[int]:
+    """One order given by rule indices or names, as indices; an OrderingError names what is not a rule."""
+    if isinstance(order, (str, bytes)) or not isinstance(order, Sequence):
+        raise OrderingError(f"an order must be a list of rule indices or names; got {order!r}")
+    indices = []
+    for rule in order:
+        if isinstance(rule, str) and rule in names:
+            indices.append(names.index(rule))
+        elif isinstance(rule, Integral) and not isinstance(rule, bool) and 0 <= rule < len(names):
+            indices.append(int(rule))
+        else:
+            raise OrderingError(f"order {list(order)!r}: {rule!r} is not one of the {len(names)} rules "
+                                f"(an index below {len(names)} or a name: {', '.join(names)})")
+    return indices
 
 
 def compare_orderings(
@@ -146,8 +171,7 @@ def compare_orderings(
     model = get_cost_model(cost)
     rules = list(rules)
     names = [r.name for r in rules]
-    orders = [[names.index(o) if isinstance(o, str) else o for o in order]
-              for order in orderings_of(len(rules), orderings, seed)]
+    orders = [_indices(order, names) for order in orderings_of(len(rules), orderings, seed)]
     result = OrderingComparison(model.name, math.nan, cost_unit=cost_unit(model))
     jobs: list[tuple[str, list[int] | None, dict[str, Any]]] = [("greedy", order, {}) for order in orders]
     jobs.append(("saturate", None, saturate_options))

@@ -316,3 +316,13 @@ def test_rule_set_sums_are_taken_and_unknown_parts_named(capsys):
     with pytest.raises(SystemExit):
         main(["optimize", "diamond_conv", "--rules", "default+nosuch"])
     assert "unknown rule set 'nosuch'" in capsys.readouterr().err
+
+
+def test_a_file_to_write_in_a_missing_directory_is_refused_before_any_work(tmp_path, capsys):
+    from gsl_eq.cli import main
+
+    missing = tmp_path / "nowhere" / "x.py"
+    assert main(["optimize", "diamond_conv", "-o", str(missing)]) == 2
+    assert f"--output {missing}: the directory {missing.parent} does not exist" in capsys.readouterr().out
+    assert main(["orderings", "diamond_conv", "-n", "0"]) == 2
+    assert "orderings must be a positive integer" in capsys.readouterr().out

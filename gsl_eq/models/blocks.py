@@ -34,7 +34,10 @@ def sized(build: Build) -> Build:
 
     @functools.wraps(build)
     def checked(*args: object, **kwargs: object) -> Workload:
-        bound = signature.bind(*args, **kwargs)
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise WorkloadError(f"{build.__name__}: {error}; its arguments: {', '.join(signature.parameters)}") from None
         bound.apply_defaults()
         call = f"{build.__name__}({', '.join(f'{k}={v!r}' for k, v in bound.arguments.items())})"
         for name, value in bound.arguments.items():

@@ -152,6 +152,8 @@ def test_hf_without_torch_says_what_to_install(monkeypatch):
     (lambda: models.squeezenet(image_size=10), r"squeezenet\(image_size=10, classes=1000\): the sizes are too small: "
                                                r"relax.nn.max_pool2d gives Tensor\[\(1, 256, 0, 0\), float32\]"),
     (lambda: models.ac_sum(shape=(2, 0)), r"the sizes are too small: a0 gives Tensor\[\(2, 0\), float32\]"),
+    (lambda: models.zoo_model("resnet50", bogus=1), "resnet50: got an unexpected keyword argument 'bogus'; "
+                                                    "its arguments: image_size, layers, batch_norm, classes"),
     # an error of the graph builder, prefixed with the call
     (lambda: models.tensat_resnext50(groups=3), r"tensat_resnext50\(image_size=224, blocks=\(3, 4, 6, 3\), groups=3\): "
                                                 "conv2d: 128 input channels do not divide into groups of 42"),

@@ -103,6 +103,19 @@ def test_saturation_is_never_worse_than_any_greedy_ordering_and_beats_some():
     assert "diamond_conv" in strictly_better and "transformer_encoder_layer" in strictly_better
 
 
+@pytest.mark.parametrize("orderings, message", [
+    (0, "orderings must be a positive integer; got the int 0"),
+    (2.5, "orderings must be a positive int or a list of rule orders; got 2.5"),
+    ([[0, 9]], r"order \[0, 9\]: 9 is not one of the 3 rules"),
+    ([["nope", 0]], r"order \['nope', 0\]: 'nope' is not one of the 3 rules"),
+])
+def test_compare_orderings_names_an_orderings_argument_that_is_no_order(orderings, message):
+    from gsl_eq.errors import GslEqError
+
+    with pytest.raises(GslEqError, match=message):
+        compare_orderings(diamond_conv(), rules.default()[:3], orderings=orderings)
+
+
 def test_greedy_mode_follows_the_order_given():
     wl = diamond_conv()
     merged_first = optimize(wl, rules.default(), mode="greedy", cost="opcount",
