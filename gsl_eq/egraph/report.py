@@ -57,6 +57,7 @@ class Report:
     compile_time: float = 0.0  # compiling the rules into egglog
     load_time: float = 0.0  # loading the graph
     uncompiled: list[str] = field(default_factory=list)  # rules not compiled by the deadline: never searched
+    stop_time: float = 0.0  # clearing the worklists and marking what folds, once the run stops
 
     @property
     def python_time(self) -> float:
@@ -68,7 +69,7 @@ class Report:
 
     @property
     def total_time(self) -> float:
-        return sum(i.total_time for i in self.iterations)
+        return sum(i.total_time for i in self.iterations) + self.stop_time
 
     def applied(self) -> dict[str, int]:
         """Applications per rule over the whole run."""

@@ -230,7 +230,9 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         return its[-1].total_time * max(1.0, size / max(before, 1))
 
     def _stop(self, reason: StopReason) -> Report:
+        start = time.perf_counter()
         self.egraph.run("(run clear 1)")  # worklists are not part of the e-graph
         self.egraph.fold()
+        self.report.stop_time += time.perf_counter() - start
         self.report.stop_reason = reason
         return self.report
