@@ -5,8 +5,9 @@ raw egglog.
    encoder and an Inception-style CNN; e-nodes per iteration, time per phase, the
    share of the egglog engine against Python.
 2. *Limit adherence*: ``optimize()`` on explosive cases (a 16-term sum under the
-   algebraic rules, a 300-op polynomial under the ring rules, NasRNN) and on every
-   zoo model: final e-nodes against ``node_limit``, the call's wall time (without
+   algebraic rules, a 300-op polynomial under the ring rules, NasRNN), on every
+   zoo model, and under TASO's rules (MobileNet-V2 with tensat() + default(), TENSAT's
+   Inception-v3 with tensat() and with taso() under 2 s): final e-nodes against ``node_limit``, the call's wall time (without
    the final build and the check) against ``time_limit``, peak memory. Each case runs in its own
    process.
 3. *Overhead*: the same rules on the same graph, grown by gsl_eq's runner and by an
@@ -31,7 +32,7 @@ from report import machine, table, write_section
 from gsl_eq import optimize, rules
 from gsl_eq.egraph import EGraph, Runner
 from gsl_eq.graph import Graph, Kind, Node, TensorType
-from gsl_eq.models import ac_sum, bert_encoder, hf_bert, hf_gpt2, inception_network, nasrnn, polynomial, zoo_model
+from gsl_eq.models import ac_sum, bert_encoder, hf_bert, hf_gpt2, inception_network, nasrnn, polynomial, tensat_model, zoo_model
 from gsl_eq.models.zoo import ZOO
 
 MODELS = {"BERT-style encoder (12 layers)": bert_encoder, "Inception-style CNN (6 blocks)": inception_network}
@@ -97,19 +98,28 @@ SUITE_RULES = lambda: unique([*rules.default(), *rules.algebraic()])  # noqa: E7
 RICH_RULES = lambda: unique([*rules.ring(), *rules.algebraic(), *rules.default()])  # noqa: E731
 
 
-def limit_cases(node_limit: int, time_limit: float, short_time: float) -> list[tuple[str, Callable, Callable, int, float]]:
-    """(label, model, rules, node_limit, time_limit) of every case."""
+def limit_cases(node_limit: int, time_limit: float, short_time: float) -> list[tuple[str, Callable, Callable, int, float, str]]:
+    """(label, model, rules, node_limit, time_limit, cost model) of every case."""
     cases = []
     for label, model, group in [("16-term sum, algebraic()", lambda: ac_sum(16), rules.algebraic),
                                 ("polynomial of 300 ops, ring()", lambda: polynomial(300), rules.ring)]:
-        cases.append((label, model, group, node_limit, time_limit))
-        cases.append((label, model, group, 10**7, short_time))
+        cases.append((label, model, group, node_limit, time_limit, "roofline"))
+        cases.append((label, model, group, 10**7, short_time, "roofline"))
     cases.append(("NasRNN (2 steps, hidden 64), ring() + algebraic() + default()",
-                  lambda: nasrnn(steps=2, hidden=64), RICH_RULES, node_limit, time_limit))
+                  lambda: nasrnn(steps=2, hidden=64), RICH_RULES, node_limit, time_limit, "roofline"))
     models: dict[str, Callable] = {name: (lambda n=name: zoo_model(n)) for name in ZOO}
     models.update(hf_bert=hf_bert, hf_gpt2=hf_gpt2)
     for name, model in models.items():
-        cases.append((f"{name}, default() + algebraic()", model, SUITE_RULES, node_limit, time_limit))
+        cases.append((f"{name}, default() + algebraic()", model, SUITE_RULES, node_limit, time_limit, "roofline"))
+    # TASO's rules: a variadic merge finding 21 million matches once its ban lifts (MobileNet-V2), the
+    # attribution of a 50k-e-node result (Inception-v3), compiling 620 rules under a short limit
+    cases += [
+        ("mobilenet_v2 (32 px), tensat() + default()", lambda: zoo_model("mobilenet_v2", image_size=32),
+         lambda: [*rules.tensat(), *rules.default()], node_limit, time_limit, "roofline"),
+        ("TENSAT's inception_v3, tensat(), gpu", lambda: tensat_model("inception_v3"), rules.tensat, node_limit,
+         time_limit, "gpu"),
+        ("TENSAT's inception_v3, taso(), gpu", lambda: tensat_model("inception_v3"), rules.taso, node_limit, 2.0, "gpu"),
+    ]
     return cases
 
 
@@ -124,13 +134,13 @@ def _peak_rss_mb() -> float:
 
 
 def _limit_case(index: int, args: tuple[int, float, float], send) -> None:
-    _, model, group, node_limit, time_limit = limit_cases(*args)[index]
+    _, model, group, node_limit, time_limit, cost = limit_cases(*args)[index]
     wl = model()
     rule_list = group()
     Path("/proc/self/clear_refs").write_text("5")  # reset the peak: building the model is not optimizing it
     before = _rss_mb()
     start = time.perf_counter()
-    result = optimize(wl, rule_list, node_limit=node_limit, iter_limit=10**6, time_limit=time_limit)
+    result = optimize(wl, rule_list, cost=cost, node_limit=node_limit, iter_limit=10**6, time_limit=time_limit)
     timings = result.report.timings
     wall = time.perf_counter() - start - timings["final build"] - timings.get("check", 0.0)
     peak = max(_peak_rss_mb(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
@@ -145,7 +155,7 @@ def limits(args) -> list[str]:
     # e-graph (egglog's thread pool does not survive the fork).
     context = multiprocessing.get_context("spawn")
     cases = (args.node_limit, args.time_limit, args.short_time)
-    for index, (label, _, _, node_limit, time_limit) in enumerate(limit_cases(*cases)):
+    for index, (label, _, _, node_limit, time_limit, _) in enumerate(limit_cases(*cases)):
         receive, send = context.Pipe(duplex=False)
         process = context.Process(target=_limit_case, args=(index, cases, send))
         process.start()
@@ -157,7 +167,8 @@ def limits(args) -> list[str]:
                      f"{r['before']:.0f}", f"{r['peak']:.0f}", r["extraction"]])
         print(*rows[-1], sep="\t", flush=True)
     return [
-        "`optimize()` (ILP extraction) per case, in a process of its own. *wall* is the whole call but the final "
+        "`optimize()` (ILP extraction; the roofline cost model unless the case says gpu) per case, in a process "
+        "of its own. *wall* is the whole call but the final "
         "build (folding the result's parameters) and the check (building and running the result against the "
         "input), which the time limit leaves out. *RSS before* is the process's "
         "memory once the model and its parameters are built, *peak RSS* its high-water mark while optimizing "
