@@ -199,7 +199,8 @@ def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int],
 
     for out in runner.graph.outputs:
         check(snap.handles[runner.handles[out]], {runner.handles[out]})
-    stack, seen = roots(runner, snap), set()
+    heads = roots(runner, snap)
+    stack, seen = list(heads), set()
     while stack:
         cls = stack.pop()
         if cls not in seen:
@@ -217,7 +218,7 @@ def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int],
 
     def ask() -> list[set[int]]:
         """Per e-class of ``built`` then of ``stand_ins``, the rules that count (indices cross a fork)."""
-        found = runner.attribute(snap, choice, roots(runner, snap), wanted=built | stand_ins)
+        found = runner.attribute(snap, choice, heads, wanted=built | stand_ins)
         return ([found.built.get(cls, set()) for cls in built]
                 + [found.built.get(cls) or found.merged.get(cls, set()) for cls in stand_ins])
 
