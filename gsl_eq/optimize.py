@@ -35,7 +35,7 @@ from .extract import Extraction, greedy_dag_extract, ilp_candidates, tree_extrac
 from .frontend import Subst
 from .graph import Graph, Kind, Node
 from .greedy.rewrite import greedy, to_workload
-from .limits import check_count, check_seconds
+from .limits import callers_heap_frozen, check_count, check_seconds
 from .verify import Reference
 from .workload import FoldWarning, Workload
 
@@ -241,19 +241,20 @@ def as_workload(mod_or_workload: Workload | tvm.IRModule) -> Workload:
     raise TypeError(f"optimize takes a gsl_eq.Workload or a tvm.IRModule, not {type(mod_or_workload).__name__}")
 
 
-def _folding_in_the_report(function: Callable[..., OptimizeResult]) -> Callable[..., OptimizeResult]:
-    """What fold_params cannot fold goes into the report's notes, not into warnings."""
+def _call_settings(function: Callable[..., OptimizeResult]) -> Callable[..., OptimizeResult]:
+    """What fold_params cannot fold goes into the report's notes, not into warnings; and the
+    caller's objects stay out of the cycle collector's way (:func:`~gsl_eq.limits.callers_heap_frozen`)."""
 
     @functools.wraps(function)
     def wrapped(*args: Any, **kwargs: Any) -> OptimizeResult:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), callers_heap_frozen():
             warnings.simplefilter("ignore", FoldWarning)
             return function(*args, **kwargs)
 
     return wrapped
 
 
-@_folding_in_the_report
+@_call_settings
 def optimize(
     mod_or_workload: Workload | tvm.IRModule,
     rules: Sequence[Subst] | None = None,
