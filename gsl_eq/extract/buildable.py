@@ -6,7 +6,11 @@ time, but only if TVM can build it (its LLVM code generator rejects, for instanc
 an ``equal`` over booleans; :func:`gsl_eq.rules.legalize` rewrites those). :func:`unbuildable`
 answers for a batch of call signatures at once: one module holding every unknown call, each on
 parameters of its own, is built; if that fails the batch is halved until the calls that fail
-alone are found. Answers are kept for the process, so a signature is built once.
+alone are found. Answers are kept for the process by kind of call (:func:`kind`: the op, its
+attributes but lists of sizes, and its types' dtypes and ranks), and one call of each kind is
+built: TVM's code generators refuse ops and dtypes, not sizes. Were one to refuse a size, the
+result's own build (optimize builds and runs what it returns) would fail and fall back to the
+next candidate, never return it.
 
     calls = [("relax.cumsum", (("axis", 1), ("dtype", None), ("exclusive", False)),
               (TensorType((1, 8), "bool"),), TensorType((1, 8), "bool"))]
@@ -24,14 +28,32 @@ from ..graph import Graph, Node, TupleType, Type, to_relax
 #: A call signature: op name, frozen attributes (sorted (name, value) pairs), input types, output type.
 Call = tuple[str, tuple[tuple[str, Any], ...], tuple[Type, ...], Type]
 
-_known: dict[Hashable, bool] = {}
+_known: dict[Hashable, bool] = {}  # per kind of call
 
 
 def unbuildable(calls: Iterable[Call]) -> set[Call]:
     """The signatures among ``calls`` that TVM cannot build for the CPU (``llvm``)."""
     calls = list(dict.fromkeys(calls))
-    _probe([c for c in calls if c not in _known])
-    return {c for c in calls if not _known[c]}
+    one_of_each = {kind(c): c for c in reversed(calls)}
+    _probe([c for k, c in one_of_each.items() if k not in _known])
+    return {c for c in calls if not _known[kind(c)]}
+
+
+def kind(call: Call) -> Hashable:
+    """What building ``call`` depends on: its op, its attributes but lists of sizes (a new shape,
+    paddings), and its types' dtypes and ranks."""
+    op, attrs, inputs, output = call
+    return op, tuple((k, v) for k, v in attrs if not _sizes(v)), tuple(map(_ranked, inputs)), _ranked(output)
+
+
+def _sizes(value: Any) -> bool:
+    return isinstance(value, tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+
+
+def _ranked(ty: Type) -> Hashable:
+    if isinstance(ty, TupleType):
+        return tuple(map(_ranked, ty.fields))
+    return ty.dtype, len(ty.shape)
 
 
 def _probe(calls: list[Call]) -> None:
@@ -41,13 +63,13 @@ def _probe(calls: list[Call]) -> None:
         relax.build(_module(calls), target="llvm")
     except Exception:  # noqa: BLE001 - TVM raises many kinds; every call is retried below
         if len(calls) == 1:
-            _known[calls[0]] = False
+            _known[kind(calls[0])] = False
             return
         half = len(calls) // 2
         _probe(calls[:half])
         _probe(calls[half:])
         return
-    _known.update(dict.fromkeys(calls, True))
+    _known.update(dict.fromkeys(map(kind, calls), True))
 
 
 def _module(calls: list[Call]) -> Any:
@@ -65,4 +87,4 @@ def _module(calls: list[Call]) -> Any:
     return to_relax(Graph(params, outputs, returns_tuple=True))
 
 
-__all__ = ["Call", "unbuildable"]
+__all__ = ["Call", "kind", "unbuildable"]

@@ -31,6 +31,25 @@ def test_the_build_probe_names_exactly_the_calls_tvm_cannot_build():
     assert unbuildable([good[0], *bad, *good[1:]]) == set(bad)
 
 
+def test_the_probe_builds_one_call_of_each_kind(monkeypatch):
+    """Sizes do not decide what TVM can build: a kind (op, attributes but sizes, dtypes, ranks) is built once."""
+    from gsl_eq.extract import buildable
+
+    monkeypatch.setattr(buildable, "_known", {})
+    built = []
+    module = buildable._module
+    monkeypatch.setattr(buildable, "_module", lambda calls: built.append(list(calls)) or module(calls))
+    flags = [TensorType((2, n), "bool") for n in (3, 5, 7)]
+    floats = [TensorType((n, 4, 3, 3), "float32") for n in (8, 16)]
+    cumsums = [signature("relax.cumsum", {"axis": 1}, [t]) for t in flags]
+    pads = [signature("relax.nn.pad", {"pad_width": (0, 0, 0, 0, w, w, w, w)}, [t]) for w, t in zip((1, 2), floats)]
+    assert buildable.kind(pads[0]) == buildable.kind(pads[1]) != buildable.kind(cumsums[0])
+    assert unbuildable([*cumsums, *pads]) == set(cumsums)
+    assert sorted(len(calls) for calls in built) == [1, 1, 2]  # the batch of both kinds, then each alone
+    assert unbuildable([signature("relax.cumsum", {"axis": 1}, [TensorType((4, 9), "bool")])])
+    assert len(built) == 3, "a kind known already is not built again"
+
+
 def unbuildable_cumsum() -> Subst:
     """Sound but unbuildable: bool_cumsum backwards, one call instead of three."""
     mask = pat.Wildcard(dtype="bool")
