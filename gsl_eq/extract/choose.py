@@ -185,7 +185,8 @@ def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int],
 
     Only those e-classes are asked about. egglog cannot be stopped inside its query (it took
     minutes on some 50k-e-node e-graphs of TASO's rules), so with a ``deadline`` the query runs
-    in a forked process (:func:`~.bounded.run_bounded`) and None comes back if it is not done by then.
+    in a forked process (:func:`~.bounded.run_bounded`; on at most 1,000 e-nodes, here) and None
+    comes back if it is not done by then.
     """
     loaded, origin = runner.egraph.loaded, snap.provenance
     built: set[Hashable] = set()  # e-classes whose chosen e-node's builders count
@@ -222,7 +223,7 @@ def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int],
         return ([found.built.get(cls, set()) for cls in built]
                 + [found.built.get(cls) or found.merged.get(cls, set()) for cls in stand_ins])
 
-    per_class = ask() if deadline is None else run_bounded(ask, deadline - time.perf_counter())
+    per_class = ask() if deadline is None else run_bounded(ask, deadline - time.perf_counter(), snap.num_enodes)
     return None if per_class is None else set().union(*per_class)
 
 

@@ -56,3 +56,14 @@ def test_a_stopped_computation_stops_its_workers(tmp_path):
     for i in range(2):
         pid = int((tmp_path / f"{i}").read_text())
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_work_on_few_enodes_runs_in_this_process():
+    """Forking a process with TVM loaded costs more than small work can overrun its limit by."""
+    from gsl_eq.extract.bounded import IN_PROCESS_ENODES
+
+    here = os.getpid()
+    assert run_bounded(os.getpid, 60, enodes=IN_PROCESS_ENODES) == here
+    assert run_bounded(os.getpid, 60, enodes=IN_PROCESS_ENODES + 1) != here
+    assert run_bounded(os.getpid, 60) != here
+    assert run_bounded(os.getpid, 0, enodes=1) is None, "no time left: nothing is run"
