@@ -10,7 +10,14 @@ run *controlled* instead, as is every later one: the pushed copies cannot be
 dropped, so they are made only while they add up to less than ``node_limit``
 e-nodes, and only while they take less time than applying the matches
 (:data:`PUSH_WORTH`; egglog copies every table, so a small e-graph of many rules
-is cheaper to run controlled).
+is cheaper to run controlled). After a controlled iteration, the copy is predicted
+(:data:`PUSH_SECONDS_PER_TABLE`) against the applying a fast iteration would save
+(:data:`FAST_SHARE`), and the iteration is fast only if the copy pays. On TENSAT's
+graphs under its rules (700-1,000 tables, a few hundred matches an iteration) none
+is: saturation took 0.55-0.66 of its time before on BERT, 0.7-0.85 on SqueezeNet,
+0.8 on NasRNN and 0.85-0.9 on Inception-v3 (side by side, median of 3), while the
+growth cases of BENCHMARKS.md's saturation-overhead table stay fast throughout.
+A variant's direct rules are defined when a fast iteration first needs them.
 """
 
 from __future__ import annotations
@@ -26,7 +33,14 @@ from .report import Iteration
 
 #: Fast iterations end when pushing the e-graph took more than this many times as long as
 #: applying the matches (or a millisecond): the copy is their cost, controlled ones have none.
+#: After a controlled iteration, one is fast only if the copy is predicted to take no longer.
 PUSH_WORTH = 2.0
+#: Pushing an e-graph takes about this long per egglog table, whatever its rows (25-70 us on the
+#: e-graphs of TASO's and gsl_eq's rules, 240-870 tables; measured on this project's 2-core machine).
+PUSH_SECONDS_PER_TABLE = 4e-5
+#: A fast iteration's applying against a controlled one's search and apply: 0.46-0.61 of the whole
+#: run on the two growth cases of BENCHMARKS.md's saturation-overhead table.
+FAST_SHARE = 0.5
 
 
 class FastIterations:
@@ -43,8 +57,21 @@ class FastIterations:
         size = self._size()
         if self._pushed + size > self.node_limit:
             return False
-        predicted = self._predicted_time(size) if self.report.iterations else 0.0
+        its = self.report.iterations
+        if its and not its[-1].fast and self._copy_time() > self.push_worth * self._fast_applying(size):
+            return False
+        predicted = self._predicted_time(size) if its else 0.0
         return time.perf_counter() + 4 * predicted <= self.deadline
+
+    def _copy_time(self) -> float:
+        """What pushing the e-graph is predicted to take: egglog copies every table."""
+        return PUSH_SECONDS_PER_TABLE * len(self.egraph.table_sizes())
+
+    def _fast_applying(self, size: int) -> float:
+        """What a fast iteration's applying is predicted to take after a controlled iteration: half the
+        latter's search and apply, grown as the e-graph did (or a millisecond)."""
+        last = self.report.iterations[-1]
+        return max(FAST_SHARE * (last.search_time + last.apply_time) * size / max(last.enodes, 1), 1e-3)
 
     def _fast(self, n: int, searched: list[int], banned: list[str], new_keys: dict[str, int],
               accepted: dict[str, int],
@@ -57,7 +84,8 @@ class FastIterations:
         if keyed_rules:
             self._run(counts, [f"key_{k}" for k in keyed_rules])
         keyed = time.perf_counter()
-        self._decide(searched, n, new_keys, accepted, rejected)
+        self._decide(searched, n, new_keys, accepted, rejected, "direct")
+        self._define_all("direct")  # variants decided in controlled iterations have no direct rules yet
         decided = time.perf_counter()
         size = self.report.iterations[-1].enodes if self.report.iterations else eg.size()
         eg.egg.run_program(egg.Push(1))

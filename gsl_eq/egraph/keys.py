@@ -20,15 +20,16 @@ from .egraph import SPAN, head_name, int_literal
 
 
 class KeyDecisions:
-    """The :class:`~.runner.Runner`'s decisions: reads ``egraph``, ``rules``, ``queries``, ``deadline``,
-    ``fast`` and the variants defined so far (``_defined``); keeps the rows read of each key
+    """The :class:`~.runner.Runner`'s decisions: reads ``egraph``, ``rules``, ``queries``, ``deadline``
+    and the variants defined so far (``_defined``); keeps the rows read of each key
     relation (``_key_rows``)."""
 
     def _decide(self, rules: list[int], n: int, new_keys: dict[str, int], accepted: dict[str, int],
-                rejected: dict[str, dict[str, int]]) -> None:
-        """Decide every key not seen before; fill the tables of the accepted ones, mark the rejected ones.
-        Counts new and accepted keys per rule name into ``new_keys`` and ``accepted``, rejected ones
-        per rule name and reason into ``rejected``."""
+                rejected: dict[str, dict[str, int]], part: str) -> None:
+        """Decide every key not seen before; fill the tables of the accepted ones, mark the rejected ones,
+        and define each new variant's rules of ``part`` ("direct" in a fast iteration, "apply" in a
+        controlled one). Counts new and accepted keys per rule name into ``new_keys`` and ``accepted``,
+        rejected ones per rule name and reason into ``rejected``."""
         eg = self.egraph
         commands = []
         # key relations only grow: one whose size is unchanged holds no key not seen
@@ -63,7 +64,7 @@ class KeyDecisions:
                     if q.disconnected:
                         commands.append(egg.ActionCommand(egg.Expr_(SPAN, egg.Call(SPAN, f"Pair_{q.name}", args))))
                     variant, payloads = decision
-                    self._define(k, q, variant, ["tables", "direct" if self.fast else "apply"])  # once per variant
+                    self._define(k, q, variant, ["tables", part])  # once per variant
                     ok += 1
                     table = f"{q.name}_{variant.index}"
                     for (kind, op, children), payload in zip(variant.created, payloads):

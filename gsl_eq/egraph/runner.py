@@ -171,7 +171,7 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
                 found = self._per_rule_index(self._run(search, rulesets), searched)
                 self._last_matches.update((k, (found[k], self._size())) for k in searched)
             ticks.append(time.perf_counter())
-            self._decide(searched, n, new_keys, accepted, rejected)
+            self._decide(searched, n, new_keys, accepted, rejected, "apply")
             # it reads every worklist row of the searched rules: 21 million once, in 24 s
             self._run(search, ["reject"], sum(found.values()) + sum(self.backlog[k] for k in searched))
             if refused:  # this first search found again every match the fast iterations applied
