@@ -8,9 +8,9 @@ e-graph is pushed on egglog's stack first; if a rule found more matches than its
 limit or the e-graph passed the node limit, it is popped back and the iteration is
 run *controlled* instead, as is every later one: the pushed copies cannot be
 dropped, so they are made only while they add up to less than ``node_limit``
-e-nodes, and only while they take less time than applying the matches
-(:data:`PUSH_WORTH`; egglog copies every table, so a small e-graph of many rules
-is cheaper to run controlled). After a controlled iteration, the copy is predicted
+e-nodes. A copy that took more than :data:`PUSH_WORTH` times as long as applying the
+matches (egglog copies every table, so a small e-graph of many rules is cheaper to run
+controlled) makes the next iteration controlled. After a controlled iteration, the copy is predicted
 (:data:`PUSH_SECONDS_PER_TABLE`) against the applying a fast iteration would save
 (:data:`FAST_SHARE`), and the iteration is fast only if the copy pays. On TENSAT's
 graphs under its rules (700-1,000 tables, a few hundred matches an iteration) none
@@ -46,13 +46,14 @@ FAST_SHARE = 0.5
 class FastIterations:
     """The :class:`~.runner.Runner`'s fast iterations: read ``egraph``, ``rules``, ``queries``,
     ``scheduler``, ``report``, ``node_limit``, ``deadline`` and ``push_worth``; keep ``fast``,
-    ``_prune``, ``_pushed`` and the combined rulesets ``_direct_sets``."""
+    ``_prune``, ``_controlled_next``, ``_pushed`` and the combined rulesets ``_direct_sets``."""
 
     def _fast_possible(self, n: int, searched: list[int]) -> bool:
         """Whether iteration ``n`` may be fast: no worklist holds matches, no rule pairs the
         parts of a disconnected source now, the pushed copy fits the node budget, and the
         iteration is predicted to end well before the deadline."""
-        if not self.fast or any(self.backlog) or any(self._pairs(k, n) for k in searched):
+        if not self.fast or self._controlled_next or any(self.backlog) or any(self._pairs(k, n) for k in searched):
+            self._controlled_next = False
             return False
         size = self._size()
         if self._pushed + size > self.node_limit:
@@ -106,7 +107,7 @@ class FastIterations:
         self._pushed += size
         copy, applying = pushed - decided, time.perf_counter() - pushed
         if copy > self.push_worth * max(applying, 1e-3):  # egglog copies every table: small e-graphs of many rules
-            self._end_fast()
+            self._prune, self._controlled_next = True, True
         applied = {names[k]: m for k, m in found.items() if m}
         end = time.perf_counter()
         iteration = Iteration(enodes, {names[k]: m for k, m in found.items()}, new_keys, accepted, applied, banned,

@@ -60,9 +60,9 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
     only (TENSAT's ``iter_multi`` for all of them; the run is saturated when the other
     rules are). ``deadline`` (a ``time.perf_counter()`` value) bounds compiling the rules: those
     not compiled by then are never searched (the report's ``uncompiled``). ``fast=False`` makes every
-    iteration controlled (see :mod:`.fast`); fast iterations also end once pushing the
-    e-graph takes more than ``push_worth`` times as long as applying the matches (``math.inf``:
-    never for that reason, whatever the clock says).
+    iteration controlled (see :mod:`.fast`); an iteration is also controlled after pushing the
+    e-graph took more than ``push_worth`` times as long as applying the matches, or where the copy
+    is predicted to cost more than that (``math.inf``: never for that reason, whatever the clock says).
 
         runner = Runner(graph, rules.algebraic(), node_limit=50_000, iter_limit=30, time_limit=60)
         report = runner.run()
@@ -105,8 +105,9 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
                                    match_limit, multi_match_limit, ban_length, multi_iterations)
         self.backlog = [0] * len(self.rules)
         self.push_worth = push_worth
-        self.fast = fast  # until a fast iteration is refused or not worth its copy (then every one is controlled)
+        self.fast = fast  # until a fast iteration is refused (then every one is controlled)
         self._prune = False  # the next search finds again what fast iterations applied
+        self._controlled_next = False  # the last fast iteration's copy cost more than it saved
         self._pushed = 0  # e-nodes in the copies pushed on egglog's stack
         self._direct_sets: dict[tuple[int, ...], str] = {}
         self._defined: set[tuple[str, int, str]] = set()  # (query, variant, part) defined in egglog

@@ -89,6 +89,19 @@ def test_fast_iterations_end_when_the_copy_costs_more_than_applying():
     assert [it.enodes for it in switched.iterations] == [it.enodes for it in controlled.iterations]
 
 
+def test_after_a_dear_copy_one_iteration_is_controlled_then_the_copy_is_predicted(monkeypatch):
+    """push_worth=0: every measured copy costs too much, so each fast iteration is followed by a
+    controlled one; with copies predicted free, the iteration after a controlled one is fast again."""
+    from gsl_eq.egraph import fast
+
+    monkeypatch.setattr(fast, "PUSH_SECONDS_PER_TABLE", 0.0)
+    graph = polynomial(60).graph
+    alternating = Runner(graph, rules.ring(), iter_limit=5, push_worth=0.0, **FAR).run()
+    controlled = Runner(graph, rules.ring(), iter_limit=5, fast=False, **FAR).run()
+    assert [it.fast for it in alternating.iterations] == [True, False, True, False, True]
+    assert [it.enodes for it in alternating.iterations] == [it.enodes for it in controlled.iterations]
+
+
 def test_only_key_relations_that_grew_are_read():
     graph = ac_sum(8).graph
     runner = Runner(graph, [rules.add_commutative(), rules.add_associative(), rules.mul_commutative()],
