@@ -481,8 +481,9 @@ def _solve(
     choice (status ``"exhausted"`` when the solver proved there is no other). Positions
     index ``list(egraph)``, so the answer crosses a process boundary. A single extraction
     is solved region by region (:mod:`.regions`) where the e-graph has regions."""
-    # This runs in a fork: HiGHS's thread pool, if the parent ever ran HiGHS, was not forked with
-    # it, and HiGHS would wait on it forever. A fresh pool for this process.
+    # This runs in a fork but on small e-graphs: HiGHS's thread pool, if the parent ever ran HiGHS,
+    # was not forked with it, and HiGHS would wait on it forever. A fresh pool for this process
+    # (between two solves in one process, a reset costs nothing).
     highspy.Highs.resetGlobalScheduler(False)
     with without_gc():
         graph = Indexed(egraph)
