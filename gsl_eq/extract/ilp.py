@@ -483,7 +483,7 @@ def _solve(
     is solved region by region (:mod:`.regions`) where the e-graph has regions."""
     # This runs in a fork but on small e-graphs: HiGHS's thread pool, if the parent ever ran HiGHS,
     # was not forked with it, and HiGHS would wait on it forever. A fresh pool for this process
-    # (between two solves in one process, a reset costs nothing).
+    # (run in this process, between two solves, it only starts the pool afresh).
     highspy.Highs.resetGlobalScheduler(False)
     with without_gc():
         graph = Indexed(egraph)
