@@ -444,8 +444,8 @@ def run_sweep(console: Console, args: argparse.Namespace) -> int:
                    address=args.address, num_cpus=args.cpus, retry_failed=args.retry_failed, progress=True,
                    on_line=shown, **{k: v for k, v in limits.items() if v is not None})
     console.print(result.table())
-    where = f"{len(result.nodes())} Ray node(s)" if result.nodes() else "no Ray node (every cell was in the file)"
-    console.print(f"wrote {args.output}: {len(result.lines)} cells, {result.ran} run now on {where}, "
+    ran = f"{result.ran} run now on {len(result.ran_on)} Ray node(s)" if result.ran else "none run now"
+    console.print(f"wrote {args.output}: {len(result.lines)} cells, {ran}, "
                   f"{result.resumed} read back, {len(result.failed)} failed; {result.seconds:.1f} s")
     if args.plot:
         console.print(f"wrote {result.plot(args.plot)} (speedups)")
@@ -526,7 +526,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="most saturation iterations; in greedy mode, most rounds over the rules "
                           f"(default: {d['iter_limit']})")
     opt.add_argument("--time-limit", type=float, default=d["time_limit"], metavar="SECONDS",
-                     help="seconds for the whole call but the final build; saturation leaves part of them to "
+                     help="seconds for the whole call but the final build, the check, a measuring cost model's "
+                          "timing (--cost tvm, measured) and --select measured; saturation leaves part of them to "
                           f"extraction (default: {d['time_limit']:g})")
     opt.add_argument("--multi-iterations", type=int, default=None, metavar="K",
                      help="search the rules with several source outputs (merges) in the first K iterations only, "
@@ -663,11 +664,14 @@ OUTPUT_OPTIONS = ("output", "report", "html", "plot")
 
 
 def check_output_paths(args: argparse.Namespace) -> None:
-    """A GslEqError, before any work, for a file to write whose directory does not exist."""
+    """A GslEqError, before any work, for a file to write whose directory does not exist or that is
+    a directory itself."""
     for option in OUTPUT_OPTIONS:
         value = getattr(args, option, None)
         if value and not Path(value).parent.is_dir():
             raise GslEqError(f"--{option} {value}: the directory {Path(value).parent} does not exist")
+        if value and Path(value).is_dir():
+            raise GslEqError(f"--{option} {value}: is a directory; give a file name in it")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -327,3 +327,14 @@ def test_a_file_to_write_in_a_missing_directory_is_refused_before_any_work(tmp_p
     assert f"--output {missing}: the directory {missing.parent} does not exist" in said
     assert main(["orderings", "diamond_conv", "-n", "0"]) == 2
     assert "orderings must be a positive integer" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", [["optimize", "diamond_conv", "-o"], ["optimize", "diamond_conv", "--report"],
+                                     ["optimize", "diamond_conv", "--html"], ["sweep", "--models", "diamond_conv", "-o"]])
+def test_a_file_to_write_that_is_a_directory_is_refused_before_any_work(tmp_path, capsys, command):
+    from gsl_eq.cli import main
+
+    assert main([*command, str(tmp_path)]) == 2
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"{tmp_path}: is a directory; give a file name in it" in said
+    assert list(tmp_path.iterdir()) == [], "nothing written"

@@ -316,10 +316,11 @@ def test_the_sweep_command_end_to_end_on_a_local_ray_instance(tmp_path):
     taso_greedy = next(line for line in lines if line["rules"] == "taso" and line["mode"] == "greedy")
     assert "connected source" in taso_greedy["note"]
     assert done.stdout.count("diamond_conv · ") == 4 and "gsl_eq sweep: 4 cells" in done.stdout
-    assert "wrote sweep.jsonl: 4 cells, 4 run now" in done.stdout and "\x1b[" not in done.stdout
+    assert "wrote sweep.jsonl: 4 cells, 4 run now on 1 Ray node(s)" in done.stdout and "\x1b[" not in done.stdout
     assert plot.stat().st_size > 0 and page.read_text().count("<tr>") >= 5
     rerun = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
-    assert rerun.returncode == 0 and "0 run now" in rerun.stdout and len(ResultsFile(out).read()) == 4
+    assert rerun.returncode == 0 and len(ResultsFile(out).read()) == 4
+    assert "none run now" in rerun.stdout and "Ray node" not in rerun.stdout  # the nodes of lines read back: not now
 
 
 def test_the_sweep_command_names_a_bad_address(tmp_path, capsys):

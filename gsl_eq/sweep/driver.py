@@ -89,7 +89,8 @@ def sweep(
                 if on_line is not None:
                     on_line(line)
     return SweepResult([lines[c.key] for c in cells], ran=len(todo), resumed=resumed,
-                       path=None if output is None else Path(output), seconds=time.perf_counter() - start)
+                       path=None if output is None else Path(output), seconds=time.perf_counter() - start,
+                       ran_on={lines[c.key]["node"] for c in todo if lines[c.key].get("node")})
 
 
 def shared_work(cell: Cell) -> tuple[Any, ...]:

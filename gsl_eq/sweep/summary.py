@@ -26,14 +26,15 @@ SWEEP_COLUMNS = {**{k: v for k, v in COLUMNS.items() if k in ("model", "rules", 
 @dataclass
 class SweepResult:
     """A sweep's lines, one per cell of its grid in grid order (see
-    :func:`~gsl_eq.sweep.task.run_cell` for the fields): ``ran`` cells ran now, ``resumed`` were
-    read back from ``path``; ``seconds`` is the sweep's wall time."""
+    :func:`~gsl_eq.sweep.task.run_cell` for the fields): ``ran`` cells ran now, on the Ray nodes
+    ``ran_on`` (ids), ``resumed`` were read back from ``path``; ``seconds`` is the sweep's wall time."""
 
     lines: list[dict[str, Any]] = field(default_factory=list)
     ran: int = 0
     resumed: int = 0
     path: Path | None = None
     seconds: float = 0.0
+    ran_on: set[str] = field(default_factory=set)
 
     @property
     def failed(self) -> list[dict[str, Any]]:
