@@ -46,3 +46,26 @@ def test_a_time_limited_gap_is_against_a_true_lower_bound():
     assert optimum * (1 - 1e-4) <= exact.cost <= greedy.cost
     if exact.gap is not None:
         assert exact.cost * (1 - exact.gap) <= optimum * (1 + 1e-4)
+
+
+def test_the_warm_start_is_a_complete_feasible_hint_order_variables_included():
+    # CP-SAT takes a hint as its first solution only when it sets every variable; a chain through the
+    # ring (A -> B -> C, C's leaf) needs order values above 0, which the hint must give too
+    from ortools.sat.python import cp_model
+
+    from gsl_eq.extract.cpsat import CpSatProgram
+
+    ring = {c: [N(0, (n,)), N(3 + k)] for k, (c, n) in enumerate(zip("ABCDE", "BCDEA"))}
+    graph = Indexed(ring)
+    nodes = list(range(len(graph.node_class)))
+    program = CpSatProgram(graph, nodes, [graph.position["A"]], bound=5.0)
+    chain = {"A": 0, "B": 0, "C": 1}
+    program.start_from({graph.position[c]: graph.class_nodes[graph.position[c]][i] for c, i in chain.items()})
+    proto = program.model.Proto()
+    assert len(proto.solution_hint.vars) == len(proto.variables)
+    fixed = program.model.Clone()
+    for var, value in zip(proto.solution_hint.vars, proto.solution_hint.values):
+        fixed.Add(fixed.GetIntVarFromProtoIndex(var) == value)
+    solver = cp_model.CpSolver()
+    assert solver.Solve(fixed) == cp_model.OPTIMAL
+    assert solver.ObjectiveValue() == round(5.0 * program.scale)
