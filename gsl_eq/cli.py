@@ -664,14 +664,28 @@ OUTPUT_OPTIONS = ("output", "report", "html", "plot")
 
 
 def check_output_paths(args: argparse.Namespace) -> None:
-    """A GslEqError, before any work, for a file to write whose directory does not exist or that is
-    a directory itself."""
+    """A GslEqError, before any work, for a file to write whose directory does not exist, that is
+    a directory itself, or whose suffix names another format than the one written (a page, a chart)."""
     for option in OUTPUT_OPTIONS:
         value = getattr(args, option, None)
         if value and not Path(value).parent.is_dir():
             raise GslEqError(f"--{option} {value}: the directory {Path(value).parent} does not exist")
         if value and Path(value).is_dir():
             raise GslEqError(f"--{option} {value}: is a directory; give a file name in it")
+    page = getattr(args, "html", None)
+    if page and Path(page).suffix.lower() not in (".html", ".htm"):
+        raise GslEqError(f"--html {page}: a page is written as HTML; give a file name ending in .html")
+    chart = getattr(args, "plot", None)
+    if chart:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from matplotlib.figure import Figure
+
+        formats = Figure().canvas.get_supported_filetypes()
+        if Path(chart).suffix.lower().lstrip(".") not in formats:
+            raise GslEqError(f"--plot {chart}: matplotlib writes a chart as one of "
+                             f"{', '.join('.' + f for f in sorted(formats))}; give a file name ending in one")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

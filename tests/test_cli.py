@@ -338,3 +338,19 @@ def test_a_file_to_write_that_is_a_directory_is_refused_before_any_work(tmp_path
     said = " ".join(capsys.readouterr().out.split())
     assert f"{tmp_path}: is a directory; give a file name in it" in said
     assert list(tmp_path.iterdir()) == [], "nothing written"
+
+
+@pytest.mark.parametrize(("command", "said"), [
+    (["optimize", "diamond_conv", "--html", "x.svg"], "--html x.svg: a page is written as HTML"),
+    (["orderings", "diamond_conv", "--html", "x.png"], "--html x.png: a page is written as HTML"),
+    (["orderings", "diamond_conv", "--plot", "x.html"], "--plot x.html: matplotlib writes a chart as one of"),
+    (["sweep", "--models", "diamond_conv", "-o", "s.jsonl", "--plot", "chart"], "--plot chart: matplotlib writes"),
+])
+def test_a_page_or_chart_named_for_another_format_is_refused_before_any_work(tmp_path, monkeypatch, capsys,
+                                                                           command, said):
+    from gsl_eq.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(command) == 2
+    assert said in " ".join(capsys.readouterr().out.split())
+    assert list(tmp_path.iterdir()) == [], "nothing written"
