@@ -342,6 +342,9 @@ def optimize(
     if select not in SELECTIONS:
         raise ValueError(f"unknown select {select!r}; choose one of {', '.join(SELECTIONS)}")
     candidates = check_count("candidates", candidates)
+    if select == "measured" and candidates < 2:
+        raise ValueError("select='measured' with candidates=1 would time only the input and return it; "
+                         "candidates counts the input, so give at least 2")
     if multi_iterations is not None:
         multi_iterations = check_count("multi_iterations", multi_iterations)
     if cycles not in CYCLES:

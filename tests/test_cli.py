@@ -354,3 +354,10 @@ def test_a_page_or_chart_named_for_another_format_is_refused_before_any_work(tmp
     assert main(command) == 2
     assert said in " ".join(capsys.readouterr().out.split())
     assert list(tmp_path.iterdir()) == [], "nothing written"
+
+
+def test_measured_selection_of_one_candidate_is_refused(capsys):
+    from gsl_eq.cli import main
+
+    assert main(["optimize", "diamond_conv", "--select", "measured", "--candidates", "1"]) == 2
+    assert "candidates=1 would time only the input" in " ".join(capsys.readouterr().out.split())

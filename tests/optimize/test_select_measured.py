@@ -111,6 +111,9 @@ def test_bad_selection_arguments_are_named():
         optimize(wl, rules.default(), select="fastest")
     with pytest.raises(Exception, match="candidates"):
         optimize(wl, rules.default(), select="measured", candidates=0)
+    with pytest.raises(ValueError, match="candidates=1 would time only the input"):
+        optimize(wl, rules.default(), select="measured", candidates=1)
+    assert optimize(wl, rules.default(), candidates=1).report.candidates == []  # by cost, nothing is timed
 
 
 def test_measured_selection_over_the_cpu_rules_keeps_outputs_equal(schedules, same_outputs):
