@@ -85,6 +85,36 @@ def test_the_grid_expands_every_dimension_with_stable_keys():
     assert grid(["diamond_conv"], ["default"], time_limit=5)[0].key != grid(["diamond_conv"], ["default"])[0].key
 
 
+def test_each_ordering_is_told_apart_in_the_table_the_page_and_the_chart(tmp_path):
+    from gsl_eq.sweep.cells import Cell
+    from gsl_eq.sweep.summary import SweepResult
+
+    cells = grid(["diamond_conv"], ["default"], ["greedy"], ["opcount"], orderings=3, seed=1, time_limit=5)
+    lines = [{"key": cell.key, **cell.identity(), "cost_before": 10.0, "cost_after": 8.0 + k, "speedup": 10 / (8 + k)}
+             for k, cell in enumerate(cells)]
+    assert [Cell.of_line(line) for line in lines] == cells  # the key, hence a long ordering's label, too
+    result = SweepResult(lines)
+    table = str(result)
+    page = result.page().html()
+    modes = [cell.mode_label() for cell in cells]
+    assert len(set(modes)) == 3 and all(mode.startswith("greedy, order #") for mode in modes)  # 20-odd rules: a key
+    assert all(mode in table and mode in page for mode in modes)
+    assert Cell("m", "r", "greedy", "opcount", ordering=(2, 0, 1)).mode_label() == "greedy, order 2-0-1"
+    labels = []
+    import matplotlib.axes
+
+    original = matplotlib.axes.Axes.set_yticks
+    def record(ax, ticks, names=None, **kw):
+        labels.extend(names or [])
+        return original(ax, ticks, names, **kw)
+    matplotlib.axes.Axes.set_yticks = record
+    try:
+        result.plot(tmp_path / "s.png")
+    finally:
+        matplotlib.axes.Axes.set_yticks = original
+    assert labels == [cell.label() for cell in cells] and len(set(labels)) == 3
+
+
 @pytest.mark.parametrize("bad, message", [
     (dict(models=["nosuch"]), "unknown model 'nosuch'"),
     (dict(models=["missing.py"]), "missing.py: no such file"),

@@ -49,6 +49,21 @@ class Cell:
                 "cost_model": self.cost_model, "extractor": self.extractor,
                 "ordering": None if self.ordering is None else list(self.ordering), "options": dict(self.options)}
 
+    @classmethod
+    def of_line(cls, line: dict[str, Any]) -> "Cell":
+        """The cell a results line is of (its identity fields, as :meth:`identity` wrote them)."""
+        ordering = line.get("ordering")
+        return cls(str(line.get("model")), str(line.get("rules")), str(line.get("mode")), str(line.get("cost_model")),
+                   line.get("extractor"), None if ordering is None else tuple(ordering), bool(line.get("quick")),
+                   tuple(sorted((line.get("options") or {}).items())))
+
+    def mode_label(self) -> str:
+        """The mode, with the rule ordering of a greedy cell that has one: ``"greedy, order 2-0-1"``."""
+        if self.ordering is None:
+            return self.mode
+        order = "-".join(map(str, self.ordering)) if len(self.ordering) <= 8 else f"#{self.key[:6]}"
+        return f"{self.mode}, order {order}"
+
     @property
     def key(self) -> str:
         """A stable key: the same cell has the same key in every run and on every machine."""
@@ -56,14 +71,12 @@ class Cell:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def label(self) -> str:
-        """A short description: ``"nasrnn · tensat+default · saturate · roofline · ilp"``."""
-        parts = [Path(self.model).name if is_model_file(self.model) else self.model, self.rules, self.mode,
+        """A short description: ``"nasrnn · tensat+default · saturate · roofline · ilp"``, or for a greedy
+        cell with an ordering ``"nasrnn · default · greedy, order 1-0 · roofline"``."""
+        parts = [Path(self.model).name if is_model_file(self.model) else self.model, self.rules, self.mode_label(),
                  self.cost_model]
         if self.extractor:
             parts.append(self.extractor)
-        if self.ordering is not None:
-            parts.append(f"order {'-'.join(map(str, self.ordering))}" if len(self.ordering) <= 8 else
-                         f"order #{self.key[:6]}")
         return " · ".join(parts)
 
 

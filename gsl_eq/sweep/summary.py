@@ -15,6 +15,7 @@ from typing import Any
 
 from ..extract.cost import display_unit
 from ..pages import COLUMNS, Page, summary_page
+from .cells import Cell
 
 #: The summary page's columns for a sweep: the cost model and extractor after the mode, the error last.
 SWEEP_COLUMNS = {**{k: v for k, v in COLUMNS.items() if k in ("model", "rules", "mode")},
@@ -62,7 +63,7 @@ class SweepResult:
             extraction = "-" if line.get("extraction_status") is None else (
                 f"{line['extraction_status']}" + ("" if line.get("gap") is None else f", gap {line['gap']:.2%}"))
             model = Path(line["model"]).name if str(line.get("model", "")).endswith(".py") else str(line.get("model"))
-            mode = line.get("mode", "-") + (" (ordered)" if line.get("ordering") is not None else "")
+            mode = Cell.of_line(line).mode_label()
             t.add_row(escape(model), escape(str(line.get("rules"))), mode, str(line.get("cost_model")),
                       str(line.get("extractor") or "-"), cost("cost_before"), cost("cost_after"),
                       "-" if line.get("speedup") is None else f"{line['speedup']:.3f}x",
@@ -86,7 +87,7 @@ class SweepResult:
                  f"{len({line.get('rules') for line in self.lines})} rule sets, cost models {', '.join(cost_models)}; "
                  f"{len(self.failed)} failed, on {len(self.nodes()) or 'no'} Ray node(s).")
         rows = [{**line, "model": Path(line["model"]).name if str(line.get("model", "")).endswith(".py")
-                 else line.get("model")} for line in self.lines]
+                 else line.get("model"), "mode": Cell.of_line(line).mode_label()} for line in self.lines]
         return summary_page(rows, title=title, intro=intro, columns=SWEEP_COLUMNS,
                             cost_model=cost_models[0] if len(cost_models) == 1 else None)
 
@@ -102,9 +103,7 @@ class SweepResult:
         import matplotlib.pyplot as plt
 
         shown = [line for line in self.lines if line.get("speedup") is not None and math.isfinite(line["speedup"])]
-        labels = [" · ".join(str(line.get(k)) for k in ("model", "rules", "mode", "cost_model", "extractor")
-                             if line.get(k) not in (None, "")) for line in shown]
-        labels = [Path(label.split(" · ")[0]).name + label[len(label.split(" · ")[0]):] for label in labels]
+        labels = [Cell.of_line(line).label() for line in shown]
         fig, ax = plt.subplots(figsize=(9, 1.2 + 0.3 * max(1, len(shown))))
         colours = ["tab:blue" if line.get("mode") == "saturate" else "tab:orange" for line in shown]
         ax.barh(range(len(shown)), [line["speedup"] for line in shown], color=colours)
