@@ -30,6 +30,7 @@ from ..egraph.cycles import strong_components
 from .extractors import Indexed
 from .fusion import fusion_rows, fusion_terms, taken
 from .implied import implied_rows
+from .parts import part_nodes, with_parts
 from .walk import postorder
 
 #: CP-SAT's workers. More than the cores: measured on TENSAT's BERT e-graph (2 cores), 6 workers
@@ -91,6 +92,9 @@ class CpSatProgram:
             model.AddImplication(self.used[cls], self.used[inner])
         for containing, inner in partial:
             model.Add(sum(self.chosen[node] for node in containing) <= self.used[inner])
+        self.parts = [] if order else part_nodes(graph, nodes)
+        for node in self.parts:
+            model.Add(self.chosen[node] == self.used[graph.parts[node]])
         self.scale = SCALE / bound if bound > 0 else 1.0
         self.roots, self.terms = roots, fusion_terms(graph, nodes, roots)
         self.fused = [model.NewBoolVar(f"f{k}") for k in range(len(self.terms))]
@@ -111,6 +115,7 @@ class CpSatProgram:
         incomplete hint must be completed by search first: on a 50,000-e-node inception block,
         CP-SAT had no solution at all after four seconds)."""
         self.model.ClearHints()
+        choice = with_parts(self.graph, self.parts, choice)
         picked = set(choice.values())
         for node, var in self.chosen.items():
             self.model.AddHint(var, node in picked)

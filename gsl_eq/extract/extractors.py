@@ -171,6 +171,10 @@ def _extraction(
 # --- bottom-up extraction --------------------------------------------------------------------
 
 
+#: The label of an e-node that takes one part of a tuple (gsl_eq's e-graphs label TupleGetItem so).
+PART_OP = "getitem"
+
+
 class Indexed:
     """An e-graph as flat integer tables, built once per extraction: e-classes numbered
     in mapping order, e-nodes numbered class by class.
@@ -180,8 +184,9 @@ class Indexed:
     e-node ``n``; ``class_nodes[c]`` is the range of class ``c``'s e-nodes and
     ``parents[c]`` the e-nodes that have ``c`` as a child. ``opens`` is the set of e-nodes
     that open a kernel, ``fusible[n]`` e-node ``n``'s (child class, saving) pairs and
-    ``prologue[n]`` its prologue saving, for the cost models that price fusion (:class:`ENodeCost`). Raises ExtractionError for a
-    child e-class that is not in the e-graph.
+    ``prologue[n]`` its prologue saving, for the cost models that price fusion (:class:`ENodeCost`).
+    ``parts[n]`` is the class of the tuple an e-node labelled ``getitem`` takes a part of (a
+    split's output). Raises ExtractionError for a child e-class that is not in the e-graph.
     """
 
     def __init__(self, egraph: ExtractGraph):
@@ -196,6 +201,7 @@ class Indexed:
         self.opens: set[int] = set()
         self.fusible: dict[int, tuple[tuple[int, float], ...]] = {}
         self.prologue: dict[int, float] = {}
+        self.parts: dict[int, int] = {}
         position = self.position
         node_class, node_index, node_cost, node_children = (
             self.node_class, self.node_index, self.node_cost, self.node_children)
@@ -213,6 +219,8 @@ class Indexed:
                     self.fusible[len(node_cost)] = tuple((position[child], saving) for child, saving in node.fusible)
                 if node.prologue:
                     self.prologue[len(node_cost)] = node.prologue
+                if node.op == PART_OP and len(children) == 1:
+                    self.parts[len(node_cost)] = children[0]
                 node_children.append(children)
                 node_cost.append(node.cost)
             node_class.extend(itertools.repeat(c, len(nodes)))

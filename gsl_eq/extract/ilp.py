@@ -15,6 +15,10 @@ The program is made small and tight before HiGHS sees it:
   must contain, so its e-nodes, each weighted by its children minus one, sum to at
   least that many leaves minus the roots (on a sum of k terms: at least k - 1
   additions, which the LP otherwise spreads over many orders sharing their parts);
+- a used tuple's parts are taken from it (:mod:`.parts`): where a split is used, each class
+  one of its ``getitem`` parts belongs to takes that part, so no graph computes a part of a used
+  split again some other way. Without these rows the relaxation covers a class by thirds of
+  several partly used splits (Inception-v3's classes have up to 39 such parts);
 - acyclicity is added lazily, as cuts: the program starts without it; when a solution
   chooses a cycle of e-classes ``c1 -> c2 -> ... -> ck -> c1``, the cut "at most k - 1
   of these k class edges are used" is added for each such cycle found, and HiGHS
@@ -60,6 +64,7 @@ from .extractors import (
 )
 from .fusion import fusion_rows, fusion_terms, max_saving, taken
 from .implied import contained, implied_rows
+from .parts import part_nodes, with_parts
 from .regions import solve_regions, split
 
 __all__ = ["ilp_candidates", "ilp_extract"]
@@ -106,6 +111,7 @@ def ilp_extract(
     solver: str = "auto", regions: bool = True,
 ) -> Extraction:
     """The extraction of least DAG cost, or the best HiGHS finds within ``time_limit`` seconds.
+    The search leaves out graphs that compute a part of a used split a second time (:mod:`.parts`).
 
     ``warm_start`` (a choice for the same roots; by default :func:`greedy_dag_extract`'s)
     is HiGHS's starting point and bounds the objective. ``status`` is ``"optimal"``
@@ -287,6 +293,7 @@ class _Program:
         self._connect(roots)
         self._imply()
         self._fuse()
+        self.parts = self._take_parts()
 
     def _connect(self, roots: list[int]) -> None:
         """The connectivity row: Σ (children - 1) · chosen ≥ leaves - roots.
@@ -340,11 +347,22 @@ class _Program:
                            np.fromiter(itertools.chain.from_iterable(columns), dtype=np.int32),
                            np.fromiter(itertools.chain.from_iterable(values), dtype=np.float64))
 
+    def _take_parts(self) -> list[int]:
+        """The parts rows (:mod:`.parts`): ``chosen[part] = used[tuple]``; returns those part e-nodes."""
+        parts = [] if _cyclic(self.graph, self.nodes) else part_nodes(self.graph, self.nodes)
+        if parts:
+            cols = np.asarray([[self.column[node], self.used + self.row_of_class[self.graph.parts[node]]]
+                               for node in parts], dtype=np.int32).ravel()
+            self.highs.addRows(len(parts), np.zeros(len(parts)), np.zeros(len(parts)), len(cols),
+                               np.arange(0, len(cols), 2, dtype=np.int32), cols, np.tile([1.0, -1.0], len(parts)))
+        return parts
+
     def start_from(self, choice: dict[int, int]) -> None:
-        """Give HiGHS a feasible solution: class position -> e-node number."""
+        """Give HiGHS a solution: class position -> e-node number. A part of a used tuple whose
+        class the choice does not use is added to it (it costs nothing), as the parts rows ask."""
         column = self.column
         values = np.zeros(self.highs.getNumCol())
-        for node in choice.values():
+        for node in with_parts(self.graph, self.parts, choice).values():
             if node in column:  # pruned e-nodes are never in a choice reachable from the roots
                 values[column[node]] = 1.0
                 values[self.used + self.class_of[column[node]]] = 1.0
@@ -405,6 +423,10 @@ class _Program:
         again. It can cut off solutions dearer than the warm start, so its bound is lifted."""
         cols = np.asarray([self.column[node] for node in nodes], dtype=np.int32)
         self.highs.addRow(-highspy.kHighsInf, len(cols) - 1.0, len(cols), cols, np.ones(len(cols)))
+        self.lift_bound()
+
+    def lift_bound(self) -> None:
+        """Search past the warm start's cost from now on."""
         self.highs.setOptionValue("objective_bound", highspy.kHighsInf)
 
     def infeasible(self) -> bool:
@@ -540,6 +562,17 @@ def _search(
         choice, optimal, bound = program.solve(deadline)
         if bound is not None:
             lower_bound = bound if lower_bound is None else max(lower_bound, bound)
+        if choice is None and not outcomes and program.infeasible() and isinstance(program, _Program):
+            # nothing the program holds costs as little as the start, its objective bound: the start,
+            # a graph outside the program (it computes a part of a used split twice, see .parts), is
+            # the cheapest; the next ones are searched for in the program without that bound
+            chosen = {graph.classes[cls]: graph.node_index[node] for cls, node in start.items()}
+            order, _ = _walk(egraph, roots, chosen)
+            outcomes.append(([(cls, chosen[cls]) for cls in order], "optimal", lower_bound, program.cuts))
+            if len(outcomes) == k:
+                return outcomes
+            program.lift_bound()
+            continue
         if choice is None:
             status = "exhausted" if outcomes and program.infeasible() else "time limit"
             return [*outcomes, (None, status, lower_bound, program.cuts)]
