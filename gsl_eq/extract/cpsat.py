@@ -64,7 +64,7 @@ class CpSatProgram:
     :meth:`infeasible`.
     """
 
-    def __init__(self, graph: Indexed, nodes: list[int], roots: list[int], bound: float):
+    def __init__(self, graph: Indexed, nodes: list[int], roots: list[int], bound: float, parts: bool = True):
         from ortools.sat.python import cp_model
 
         self.graph, self.nodes = graph, nodes
@@ -92,7 +92,7 @@ class CpSatProgram:
             model.AddImplication(self.used[cls], self.used[inner])
         for containing, inner in partial:
             model.Add(sum(self.chosen[node] for node in containing) <= self.used[inner])
-        self.parts = [] if order else part_nodes(graph, nodes)
+        self.parts = part_nodes(graph, nodes) if parts and not order else []
         for node in self.parts:
             model.Add(self.chosen[node] == self.used[graph.parts[node]])
         self.scale = SCALE / bound if bound > 0 else 1.0

@@ -108,7 +108,7 @@ SOLVERS = ("auto", "highs", "cp-sat")
 
 def ilp_extract(
     egraph: ExtractGraph, roots: Sequence[Hashable], time_limit: float = 60.0, warm_start: Extraction | None = None,
-    solver: str = "auto", regions: bool = True,
+    solver: str = "auto", regions: bool = True, parts: bool = True,
 ) -> Extraction:
     """The extraction of least DAG cost, or the best HiGHS finds within ``time_limit`` seconds.
     The search leaves out graphs that compute a part of a used split a second time (:mod:`.parts`).
@@ -135,17 +135,21 @@ def ilp_extract(
     ResNeXt-50's and Inception-v3's (34.0 s for 9.0), and left the other three open at the
     time limit, SqueezeNet's 1.1 % dearer: by regions it proved them in 5.5 to 28.9 s.)
 
+    ``parts``: the programs take a used split's parts from it (:mod:`.parts`); False searches every
+    graph, those that compute a part twice too (BENCHMARKS.md's extraction-gpu section sets the
+    two side by side).
+
         >>> from gsl_eq.extract import ENodeCost as N
         >>> ilp_extract({"r": [N(1, ("a", "b"))], "a": [N(1, ("s",)), N(3)],
         ...              "b": [N(1, ("s",)), N(3)], "s": [N(3)]}, ["r"]).cost
         6.0
     """
-    return ilp_candidates(egraph, roots, 1, time_limit, warm_start, solver, regions)[0]
+    return ilp_candidates(egraph, roots, 1, time_limit, warm_start, solver, regions, parts)[0]
 
 
 def ilp_candidates(
     egraph: ExtractGraph, roots: Sequence[Hashable], k: int, time_limit: float = 60.0,
-    warm_start: Extraction | None = None, solver: str = "auto", regions: bool = True,
+    warm_start: Extraction | None = None, solver: str = "auto", regions: bool = True, parts: bool = True,
 ) -> list[Extraction]:
     """Up to ``k`` extractions with distinct chosen graphs in non-decreasing DAG cost:
     :func:`ilp_extract`'s, then the next best ones, all found within ``time_limit`` seconds.
@@ -160,7 +164,7 @@ def ilp_candidates(
     what it found is lost). ``status`` ("optimal": proved cheapest of the graphs not
     found before), ``gap`` and ``cycle_cuts`` are as in :func:`ilp_extract`, per graph;
     ``time`` is the whole search's; ``warm_start``, ``solver`` and the errors are as there too,
-    and ``regions`` (only one graph, the first, is found region by region).
+    and ``regions`` (only one graph, the first, is found region by region) and ``parts``.
 
         >>> from gsl_eq.extract import ENodeCost as N
         >>> egraph = {"r": [N(1, ("a",))], "a": [N(1, ("x",)), N(2, ("y",)), N(5)], "x": [N(1)], "y": [N(1)]}
@@ -184,7 +188,8 @@ def ilp_candidates(
 
     deadline = start + time_limit
     # told to finish a little early, so that its answer arrives before the deadline
-    solved = run_bounded(lambda: _solve(egraph, roots, fallback, deadline - 0.1 * time_limit, k, solver, regions),
+    solved = run_bounded(lambda: _solve(egraph, roots, fallback, deadline - 0.1 * time_limit, k, solver, regions,
+                                         parts),
                          deadline - time.perf_counter(), enodes=sum(map(len, egraph.values())))
     used_solver, outcomes, programs = solved if solved is not None else (
         "" if solver == "auto" else solver, [(None, "time limit", None, None)], None)
@@ -231,7 +236,7 @@ class _Program:
     tolerances.
     """
 
-    def __init__(self, graph: Indexed, nodes: list[int], roots: list[int], bound: float):
+    def __init__(self, graph: Indexed, nodes: list[int], roots: list[int], bound: float, parts: bool = True):
         self.graph = graph
         self.nodes = nodes
         self.column = {node: col for col, node in enumerate(self.nodes)}
@@ -293,7 +298,7 @@ class _Program:
         self._connect(roots)
         self._imply()
         self._fuse()
-        self.parts = self._take_parts()
+        self.parts = self._take_parts() if parts else []
 
     def _connect(self, roots: list[int]) -> None:
         """The connectivity row: Σ (children - 1) · chosen ≥ leaves - roots.
@@ -494,7 +499,7 @@ def _undominated(graph: Indexed, nodes: list[int]) -> list[int]:
 
 def _solve(
     egraph: ExtractGraph, roots: Sequence[Hashable], fallback: dict[Hashable, int], deadline: float, k: int = 1,
-    solver: str = "auto", regions: bool = True,
+    solver: str = "auto", regions: bool = True, parts: bool = True,
 ) -> tuple[str, list[tuple[list[tuple[int, int]] | None, str, float | None, int]], int]:
     """Build and solve the program, cutting off the cycles of each solution until one is
     acyclic, then that solution by a no-good cut, until ``k`` are found. Returns the solver
@@ -513,9 +518,9 @@ def _solve(
         nodes = _kept_nodes(graph, root_positions)
         if solver == "auto":
             solver = "cp-sat" if _cyclic(graph, nodes) else "highs"
-        parts = split(graph, nodes, root_positions, max(1, REGION_NODES // 4)) if (
+        pieces = split(graph, nodes, root_positions, max(1, REGION_NODES // 4)) if (
             regions and k == 1 and len(nodes) >= REGION_NODES) else []
-    if len(parts) > 1:
+    if len(pieces) > 1:
 
         def search(sub: ExtractGraph, heads: Sequence[Hashable], until: float) -> Outcome:
             highspy.Highs.resetGlobalScheduler(False)  # in a fork of a process that may have run HiGHS
@@ -523,16 +528,17 @@ def _solve(
                 sub_graph = Indexed(sub)
                 warm = greedy_dag_extract(sub, heads)
                 kept = _kept_nodes(sub_graph, sub_graph.root_positions(heads))
-            found = _search(sub, heads, sub_graph, kept, _numbered(sub_graph, warm.choice), until, 1, solver)[0]
+            found = _search(sub, heads, sub_graph, kept, _numbered(sub_graph, warm.choice), until, 1, solver,
+                            parts)[0]
             return found if found[0] is not None else (list(warm.choice.items()), "time limit", None, found[3])
 
-        chosen, status, bound, cuts = solve_regions(egraph, graph, nodes, parts, roots, deadline, search)
+        chosen, status, bound, cuts = solve_regions(egraph, graph, nodes, pieces, roots, deadline, search)
         order, _ = _walk(egraph, roots, chosen)
         outcome = [([(cls, chosen[cls]) for cls in order], status, bound, cuts)]
     else:
-        outcome = _search(egraph, roots, graph, nodes, _numbered(graph, fallback), deadline, k, solver)
+        outcome = _search(egraph, roots, graph, nodes, _numbered(graph, fallback), deadline, k, solver, parts)
     return solver, [(None if chosen is None else [(graph.position[cls], index) for cls, index in chosen],
-                     status, bound, cuts) for chosen, status, bound, cuts in outcome], max(len(parts), 1)
+                     status, bound, cuts) for chosen, status, bound, cuts in outcome], max(len(pieces), 1)
 
 
 def _numbered(graph: Indexed, choice: Mapping[Hashable, int]) -> dict[int, int]:
@@ -546,14 +552,14 @@ Outcome = tuple[list[tuple[Hashable, int]] | None, str, float | None, int]
 
 def _search(
     egraph: ExtractGraph, roots: Sequence[Hashable], graph: Indexed, nodes: list[int], start: dict[int, int],
-    deadline: float, k: int, solver: str,
+    deadline: float, k: int, solver: str, parts: bool = True,
 ) -> list[Outcome]:
     """:func:`_solve`'s loop on one program over the kept e-nodes ``nodes``, from ``start``
-    (class position -> e-node number, a feasible choice)."""
+    (class position -> e-node number, a feasible choice), with parts rows if ``parts``."""
     root_positions = graph.root_positions(roots)
     with without_gc():
         bound = dag_cost(egraph, roots, {graph.classes[cls]: graph.node_index[node] for cls, node in start.items()})
-        program = (CpSatProgram if solver == "cp-sat" else _Program)(graph, nodes, root_positions, bound)
+        program = (CpSatProgram if solver == "cp-sat" else _Program)(graph, nodes, root_positions, bound, parts)
     outcomes: list[Outcome] = []
     lower_bound = None  # every round's bound holds in the later ones: they only add cuts, and answer no cheaper
     while True:

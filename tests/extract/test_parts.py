@@ -37,6 +37,8 @@ def test_a_part_that_a_used_split_computes_is_not_computed_again(solver):
     assert {exact.choice["D"], exact.choice["E"]} == {0, 1} and exact.choice["C"] > 0  # one merge, one own conv
     kept = ilp_extract(egraph, ["out"], solver=solver, warm_start=Extraction(both_merges, 6.0, "both", 0.0))
     assert kept.cost == 6.0 and kept.choice == both_merges and kept.status == "optimal"
+    loose = ilp_extract(egraph, ["out"], solver=solver, warm_start=Extraction(own, 10.0, "own", 0.0), parts=False)
+    assert loose.cost == 6.0 and loose.status == "optimal"  # every graph searched
 
 
 def test_a_class_computed_on_its_own_to_host_a_readers_epilogue_keeps_that_way():
