@@ -124,16 +124,15 @@ def ilp_extract(
     (:mod:`.cpsat`: acyclicity in the model) or ``"auto"``: CP-SAT where the kept e-nodes
     put e-classes on a cycle, HiGHS otherwise, fusion rows (:mod:`.fusion`) or not. The
     result's ``solver`` says which ran. (On the 14 gpu e-graphs of TENSAT's graphs under its
-    rules, side by side with the same 60 s (BENCHMARKS.md, extraction-gpu), HiGHS found a cost
-    at least as low on every one, 0.3 % lower on NasNet-A's 50k-e-node one, and proved all 14
-    optimal; CP-SAT proved 12.)
+    rules, side by side with the same 60 s (BENCHMARKS.md, extraction-gpu), HiGHS found the same
+    cost as CP-SAT on every one and proved all 14 optimal; CP-SAT proved 12.)
 
     ``regions``: a large e-graph is solved region by region where it has regions
     (:mod:`.regions`), with the same optimum; the result's ``regions`` counts the programs
     solved (1: one for the whole). False solves it whole. (On those 14 e-graphs, 5 have
-    regions. On the whole program HiGHS took 1.1 and 3.8 times as long for the two it proved,
-    ResNeXt-50's and Inception-v3's (34.0 s for 9.0), and left the other three open at the
-    time limit, SqueezeNet's 1.1 % dearer: by regions it proved them in 5.5 to 28.9 s.)
+    regions. On the whole program HiGHS took 2.9 to 8.4 times as long on three (Inception-v3's
+    9.5 s for 3.3), left SqueezeNet's open at 60 s (3.9 s by regions) and was faster only on
+    ResNeXt-50's two regions, 3.0 s for 3.9.)
 
     ``parts``: the programs take a used split's parts from it (:mod:`.parts`); False searches every
     graph, those that compute a part twice too (BENCHMARKS.md's extraction-gpu section sets the
