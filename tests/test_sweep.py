@@ -85,7 +85,7 @@ def test_the_grid_expands_every_dimension_with_stable_keys():
     assert grid(["diamond_conv"], ["default"], time_limit=5)[0].key != grid(["diamond_conv"], ["default"])[0].key
 
 
-def test_each_ordering_is_told_apart_in_the_table_the_page_and_the_chart(tmp_path):
+def test_each_ordering_is_told_apart_in_the_table_the_page_and_the_chart(tmp_path, monkeypatch):
     from gsl_eq.sweep.cells import Cell
     from gsl_eq.sweep.summary import SweepResult
 
@@ -103,15 +103,10 @@ def test_each_ordering_is_told_apart_in_the_table_the_page_and_the_chart(tmp_pat
     labels = []
     import matplotlib.axes
 
-    original = matplotlib.axes.Axes.set_yticks
-    def record(ax, ticks, names=None, **kw):
-        labels.extend(names or [])
-        return original(ax, ticks, names, **kw)
-    matplotlib.axes.Axes.set_yticks = record
-    try:
-        result.plot(tmp_path / "s.png")
-    finally:
-        matplotlib.axes.Axes.set_yticks = original
+    set_yticks = matplotlib.axes.Axes.set_yticks
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_yticks",
+                        lambda ax, ticks, names=None, **kw: labels.extend(names or []) or set_yticks(ax, ticks, names, **kw))
+    result.plot(tmp_path / "s.png")
     assert labels == [cell.label() for cell in cells] and len(set(labels)) == 3
 
 

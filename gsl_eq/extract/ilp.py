@@ -557,7 +557,8 @@ def _search(
     (class position -> e-node number, a feasible choice), with parts rows if ``parts``."""
     root_positions = graph.root_positions(roots)
     with without_gc():
-        bound = dag_cost(egraph, roots, {graph.classes[cls]: graph.node_index[node] for cls, node in start.items()})
+        warm = graph.choice(start)
+        bound = dag_cost(egraph, roots, warm)
         program = (CpSatProgram if solver == "cp-sat" else _Program)(graph, nodes, root_positions, bound, parts)
     outcomes: list[Outcome] = []
     lower_bound = None  # every round's bound holds in the later ones: they only add cuts, and answer no cheaper
@@ -571,9 +572,8 @@ def _search(
             # nothing the program holds costs as little as the start, its objective bound: the start,
             # a graph outside the program (it computes a part of a used split twice, see .parts), is
             # the cheapest; the next ones are searched for in the program without that bound
-            chosen = {graph.classes[cls]: graph.node_index[node] for cls, node in start.items()}
-            order, _ = _walk(egraph, roots, chosen)
-            outcomes.append(([(cls, chosen[cls]) for cls in order], "optimal", lower_bound, program.cuts))
+            order, _ = _walk(egraph, roots, warm)
+            outcomes.append(([(cls, warm[cls]) for cls in order], "optimal", lower_bound, program.cuts))
             if len(outcomes) == k:
                 return outcomes
             program.lift_bound()
@@ -583,7 +583,7 @@ def _search(
             return [*outcomes, (None, status, lower_bound, program.cuts)]
         cycles = _cycles(graph, root_positions, choice)
         if not cycles:
-            chosen = {graph.classes[cls]: graph.node_index[node] for cls, node in choice.items()}
+            chosen = graph.choice(choice)
             try:
                 order, _ = _walk(egraph, roots, chosen)
             except ValueError:  # numerically off: a used class without a chosen e-node
