@@ -424,9 +424,16 @@ def greedy_dag_extract(egraph: ExtractGraph, roots: Sequence[Hashable], deadline
     and pays only for the classes it adds. If ``time.perf_counter()`` passes
     ``deadline`` first, the tree extraction's choice is returned and ``status`` says so.
     """
+    return greedy_dag_indexed(egraph, None, roots, deadline)
+
+
+def greedy_dag_indexed(egraph: ExtractGraph, graph: Indexed | None, roots: Sequence[Hashable],
+                       deadline: float | None = None) -> Extraction:
+    """:func:`greedy_dag_extract` on ``egraph`` as ``graph``, its :class:`Indexed` tables where the
+    caller has them already (None: built here)."""
     start = time.perf_counter()
     with without_gc():
-        graph = Indexed(egraph)
+        graph = Indexed(egraph) if graph is None else graph
         positions = graph.root_positions(roots)
         tree = graph.choice(_bottom_up(graph, positions, _tree_values))
         try:

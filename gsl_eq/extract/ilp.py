@@ -60,10 +60,11 @@ from .bounded import run_bounded
 from .cpsat import CpSatProgram, cyclic_parts
 from .extractors import (
     Extraction, ExtractGraph, Indexed, _bottom_up, _extraction, _tree_values, _walk, dag_cost, greedy_dag_extract,
+    greedy_dag_indexed,
     is_acyclic, without_gc,
 )
 from .fusion import fusion_rows, fusion_terms, max_saving, taken
-from .implied import contained, implied_rows
+from .implied import Contained, contained, implied_rows, tracks_all
 from .parts import part_nodes, with_parts
 from .regions import solve_regions, split
 
@@ -294,12 +295,13 @@ class _Program:
 
         self.pair_of = {(int(parent), int(child)): k for k, (parent, child) in enumerate(self.pairs)}
         self.cuts = 0
-        self._connect(roots)
-        self._imply()
+        found = contained(graph, nodes) if tracks_all(graph, nodes) else None
+        self._connect(roots, found)
+        self._imply(found)
         self._fuse()
         self.parts = self._take_parts() if parts else []
 
-    def _connect(self, roots: list[int]) -> None:
+    def _connect(self, roots: list[int], found: Contained | None) -> None:
         """The connectivity row: Σ (children - 1) · chosen ≥ leaves - roots.
 
         A leaf class (all its e-nodes have no children) that every term of a root must
@@ -308,13 +310,19 @@ class _Program:
         vertices minus r: the chosen e-nodes, each counted for its children minus one,
         sum to at least these leaves minus r. Without it, the LP spreads a sum of k
         terms over many fractional orders that share their parts and pays a fraction of
-        the k - 1 additions any order needs.
+        the k - 1 additions any order needs. ``found``: what every term of each class contains, if
+        known (tracking every class); else found here for the leaf classes alone.
         """
-        found = contained(self.graph, self.nodes, leaves_only=True)
-        leaves = 0
+        if found is None:
+            found = contained(self.graph, self.nodes, leaves_only=True)
+        leaf = 0  # the bits of leaf classes
+        for k, cls in enumerate(found.tracked):
+            if all(not self.graph.node_children[node] for node in found.members[cls]):
+                leaf |= 1 << k
+        reached = 0
         for root in roots:
-            leaves |= found.sets[root] | (1 << found.index[root] if root in found.index else 0)
-        needed = leaves.bit_count() - len(set(roots))
+            reached |= found.sets[root] | (1 << found.index[root] if root in found.index else 0)
+        needed = (reached & leaf).bit_count() - len(set(roots))
         merging = [col for col, node in enumerate(self.nodes) if len(self.graph.node_children[node]) >= 2]
         if needed <= 0 or not merging:
             return
@@ -322,9 +330,9 @@ class _Program:
         self.highs.addRow(float(needed), highspy.kHighsInf, len(merging), np.asarray(merging, dtype=np.int32),
                           np.asarray(weights))
 
-    def _imply(self) -> None:
+    def _imply(self, found: Contained | None) -> None:
         """The rows of :func:`.implied.implied_rows`: what every term of a class contains is used."""
-        pairs, partial = implied_rows(self.graph, self.nodes)
+        pairs, partial = implied_rows(self.graph, self.nodes, found) if found is not None else ([], [])
         rows = [[self.used + self.row_of_class[cls], self.used + self.row_of_class[inner]] for cls, inner in pairs]
         values = [[1.0, -1.0]] * len(pairs)
         for nodes, inner in partial:
@@ -525,8 +533,9 @@ def _solve(
             highspy.Highs.resetGlobalScheduler(False)  # in a fork of a process that may have run HiGHS
             with without_gc():
                 sub_graph = Indexed(sub)
-                warm = greedy_dag_extract(sub, heads)
-                kept = _kept_nodes(sub_graph, sub_graph.root_positions(heads))
+                warm = greedy_dag_indexed(sub, sub_graph, heads)
+                # a region holds kept e-nodes only, all reached from its heads (.regions): all kept again
+                kept = list(range(len(sub_graph.node_class)))
             found = _search(sub, heads, sub_graph, kept, _numbered(sub_graph, warm.choice), until, 1, solver,
                             parts)[0]
             return found if found[0] is not None else (list(warm.choice.items()), "time limit", None, found[3])

@@ -117,13 +117,21 @@ def contained(graph: Indexed, nodes: list[int], leaves_only: bool = False) -> Co
     return result
 
 
-def implied_rows(graph: Indexed, nodes: list[int]) -> tuple[list[tuple[int, int]], list[tuple[list[int], int]]]:
+def tracks_all(graph: Indexed, nodes: list[int]) -> bool:
+    """Whether :func:`implied_rows` works on these kept e-nodes: at most :data:`IMPLIED_CLASS_LIMIT` classes."""
+    return len({graph.node_class[node] for node in nodes}) <= IMPLIED_CLASS_LIMIT
+
+
+def implied_rows(graph: Indexed, nodes: list[int], found: Contained | None = None,
+                 ) -> tuple[list[tuple[int, int]], list[tuple[list[int], int]]]:
     """The rows containment implies (see the module's notes), over the kept e-nodes ``nodes``:
     ``(c, d)`` pairs for ``used(c) <= used(d)``, and ``(e-nodes, d)`` for
-    ``sum(chosen(e-nodes)) <= used(d)``. None above :data:`IMPLIED_CLASS_LIMIT` classes."""
-    if len({graph.node_class[node] for node in nodes}) > IMPLIED_CLASS_LIMIT:
-        return [], []
-    found = contained(graph, nodes)
+    ``sum(chosen(e-nodes)) <= used(d)``. None above :data:`IMPLIED_CLASS_LIMIT` classes.
+    ``found``: ``contained(graph, nodes)``, where the caller has it already."""
+    if found is None:
+        if not tracks_all(graph, nodes):
+            return [], []
+        found = contained(graph, nodes)
     sets = found.sets
     pairs = [(cls, inner) for cls, bits in sets.items() for inner in found.classes(found.topmost(bits))]
     partial = []

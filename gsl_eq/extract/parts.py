@@ -48,13 +48,20 @@ def part_nodes(graph: Indexed, nodes: list[int]) -> list[int]:
         tuple_class = graph.parts.get(node)
         if tuple_class is not None and graph.node_cost[node] == 0:
             by_tuple.setdefault((graph.node_class[node], tuple_class), []).append(node)
+    hosts_no_cheaper: dict[int, bool] = {}  # per class: no kernel of it may be cheaper than a part
+
+    def part_is_cheapest(cls: int) -> bool:
+        if cls not in hosts_no_cheaper:
+            hosted = in_kernels(cls)
+            hosts_no_cheaper[cls] = all(graph.node_cost[other] - max_saving(graph, other) >= hosted
+                                        for other in members[cls] if other in graph.opens)
+        return hosts_no_cheaper[cls]
+
     parts = []
     for (cls, tuple_class), same in by_tuple.items():
         if len(same) > 1 or in_kernels(tuple_class) > 0 or any(graph.prologue.get(n, 0.0) for n in members[tuple_class]):
             continue
-        hosted = in_kernels(cls)
-        if all(graph.node_cost[other] - max_saving(graph, other) >= hosted
-               for other in members[cls] if other in graph.opens):
+        if part_is_cheapest(cls):
             parts.append(same[0])
     return parts
 
