@@ -19,14 +19,16 @@ def translations():
 def test_counts_are_the_documented_ones(translations):
     counts = {f: (t.parsed, len(t.rules), {why: len(names) for why, names in t.left_out.items()})
               for f, t in translations.items()}
-    assert counts["single_rules.txt"] == (659, 607, {"a constant on the left side": 31, "both sides are the same term": 21})
+    assert counts["single_rules.txt"] == (659, 673, {"a constant on the left side": 31, "both sides are the same term": 21})
+    assert len({r.name.removesuffix(taso.ENLARGED) for r in translations["single_rules.txt"].rules}) == 607
     assert counts["multi_rules.txt"] == (13, 11, {"both sides are the same term": 2})
     assert sum(not r.connected for r in translations["multi_rules.txt"].rules) == 4
     assert counts["converted.txt"] == (120, 118, {"both sides are the same term": 2})
     assert counts["converted_multi.txt"] == counts["multi_rules.txt"]
     hand = {f: taso.translation(f) for f in taso.HAND_WRITTEN}
-    assert [r.name for r in hand["predefined_multi.txt"].rules] == ["taso:predefined_multi.txt#0",
-                                                                    "taso:predefined_multi.txt#2"]
+    assert [r.name for r in hand["predefined_multi.txt"].rules] == [
+        "taso:predefined_multi.txt#0", "taso:predefined_multi.txt#0/enlarged",
+        "taso:predefined_multi.txt#2", "taso:predefined_multi.txt#2/enlarged"]
     assert hand["predefined.txt"].left_out == {"op merge has no Relax meaning here": [
         f"taso:predefined.txt#{k}" for k in range(4)]}
     assert {r.name for r in hand["predefined_multi.txt"].rules} <= {r.name for r in rules.tensat()} & {
@@ -44,11 +46,12 @@ def test_parsers_read_both_notations_alike():
 
 
 def _distinct(translations) -> list[tuple[str, object]]:
-    """One rule per distinct equation over the four files (TASO's list repeats some)."""
+    """One rule per distinct equation (two where it enlarges a kernel) over the four files (TASO's
+    list repeats some)."""
     seen, out = set(), []
     for t in translations.values():
         for rule in t.rules:
-            key = t.equations[rule.name]
+            key = t.key(rule)
             if key not in seen:
                 seen.add(key)
                 out.append((rule.name, rule))
@@ -121,15 +124,44 @@ def test_kernels_of_one_class_merge_at_different_shapes_unless_the_merge_is_grou
 
 def test_the_enlarge_merge_is_sound_and_needs_ungrouped_kernels():
     """TASO's hand-written merge of two convs of one input, the smaller kernel enlarged: sound on
-    instances that enlarge (1x1 to 3x3 and more); read on grouped kernels, the concatenated kernel's
-    groups would mix the two convs' channels, so both must be ungrouped."""
+    instances that enlarge (1x1 to 3x3 and more) and on kernels of one size, each its own rule;
+    read on grouped kernels, the concatenated kernel's groups would mix the two convs' channels,
+    so both must be ungrouped."""
     merge = taso.translation("predefined_multi.txt").rules
     assert taso._merged_kernels(taso.translation("predefined_multi.txt").equations[merge[0].name][1]) == {
         "input_2", "input_3"}
     for rule in merge:
         result = check_rule(rule, trials=6, seed=0)
         assert result.verdict is Verdict.SOUND and result.instances >= 6, result.summary()
-        assert any(k2[2:] != k3[2:] for _, k2, k3 in result.checked), result.checked  # some enlarged
+        enlarged = rule.name.endswith(taso.ENLARGED)
+        assert all((k2[2:] != k3[2:]) == enlarged for _, k2, k3 in result.checked), result.checked
+
+
+def test_an_enlarge_to_the_kernels_own_size_is_the_kernel(same_outputs):
+    """Three 1x1 convs of one input merge into convs of their concatenated kernels with no pad:
+    the same-size rule fires, the enlarging one matches nothing. One rule for both cases, padding
+    a kernel to its own size, puts a padded copy beside each kernel and every merge on it twice:
+    more e-nodes for the same cost."""
+    from tvm import relax
+
+    from gsl_eq import Workload, optimize
+
+    R = relax.op
+    x = relax.Var("x", relax.TensorType((1, 8, 6, 6), "float32"))
+    kernels = [relax.Var(f"w{k}", relax.TensorType((4, 8, 1, 1), "float32")) for k in range(3)]
+    wl = Workload.from_expr(relax.Tuple([R.nn.relu(R.nn.conv2d(x, w)) for w in kernels]), {"x"})
+    settings = dict(mode="saturate", cost="gpu", iter_limit=4, multi_iterations=2)
+    result = optimize(wl, rules.tensat(), **settings)
+    applied = result.report.applications
+    assert applied.get("taso:predefined_multi.txt#2", 0) > 0 and "taso:predefined_multi.txt#2/enlarged" not in applied
+    assert result.workload.graph.op_counts()["relax.nn.conv2d"] == 1
+    same_outputs(wl, result.workload)
+    either = [r for r in rules.tensat() if "predefined_multi" not in r.name]
+    for k in (0, 2):
+        lhs, rhs = taso.translation("predefined_multi.txt").equations[f"taso:predefined_multi.txt#{k}"]
+        either.append(taso.translate(list(lhs), list(rhs), f"either #{k}", symmetric=True, enlarging=None))
+    padded = optimize(wl, either, **settings).report
+    assert padded.enodes > 1.5 * result.report.enodes and padded.cost_after == result.report.cost_after
 
 
 def test_the_enlarge_merge_fuses_a_fire_module(same_outputs):
@@ -150,6 +182,6 @@ def test_the_enlarge_merge_fuses_a_fire_module(same_outputs):
                       iter_limit=8, multi_iterations=1)
     counts = result.workload.graph.op_counts()
     assert counts["relax.nn.conv2d"] == 1 and "relax.concat" not in counts, counts
-    assert "taso:predefined_multi.txt#2" in result.report.rules_used
+    assert "taso:predefined_multi.txt#2/enlarged" in result.report.rules_used
     assert graph_cost(result.workload.graph, GPU()) < graph_cost(wl.fold_params().graph, GPU())
     same_outputs(wl, result.workload)
