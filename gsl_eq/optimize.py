@@ -281,7 +281,10 @@ def optimize(
     ``"measured"``, ``"tvm"`` or a :class:`~gsl_eq.extract.CostModel`) with ``extractor``
     (``"ilp"``, ``"greedy"`` for the greedy DAG extractor, ``"tree"``, ``"egglog"``).
     ``mode="greedy"`` runs GSL's destructive matcher, rules in the given order
-    (``order``: a permutation of rule indices or names). The input is never changed.
+    (``order``: a permutation of rule indices or names); it leaves out, naming them in
+    ``report.notes``, the rules whose source outputs share no node (``Subst.connected``:
+    four of :func:`~gsl_eq.rules.tensat`'s), which its matcher cannot reach, and raises
+    :class:`~gsl_eq.frontend.DisconnectedSourceError` if no rule is left. The input is never changed.
 
     TENSAT's two settings that keep its e-graphs small and acyclic: ``multi_iterations=k``
     searches the rules with several source outputs (merges) in the first ``k`` iterations
@@ -362,8 +365,9 @@ def optimize(
     report.notes += [f"input: {unfolded} (TVM cannot build it; it stays a computation)" for unfolded in wl.unfolded]
     greedy_origins: dict[Node, frozenset[str]] = {}
     if mode == "greedy":
+        runnable = _greedy_runnable(rule_list, report)
         t = time.perf_counter()
-        result = greedy(wl, rule_list, max_rounds=iter_limit, node_limit=node_limit,
+        result = greedy(wl, runnable, max_rounds=iter_limit, node_limit=node_limit,
                         time_limit=max(start + measuring + time_limit - t, 1e-9))
         timings["rewrite"] = time.perf_counter() - t
         out = result.workload
@@ -410,6 +414,20 @@ def optimize(
     timings["total"] = time.perf_counter() - start
     origins = greedy_origins if chosen is not None and chosen.label == "result" else {}
     return OptimizeResult(out, report, input=wl, cost=model, origins=origins)
+
+
+def _greedy_runnable(rule_list: list[Subst], report: OptimizeReport) -> list[Subst]:
+    """The rules greedy mode can match (a connected source: its matcher reaches every output from
+    the first); the others are left out and named in the report's notes. None of them: the first
+    one's :class:`~gsl_eq.frontend.DisconnectedSourceError`."""
+    runnable = [rule for rule in rule_list if rule.connected]
+    left_out = [rule for rule in rule_list if not rule.connected]
+    if left_out and not runnable:
+        left_out[0].require_connected()
+    if left_out:
+        report.notes.append(f"greedy mode leaves out {len(left_out)} of the {len(rule_list)} rules, whose source outputs "
+                            f"share no node ({', '.join(rule.name for rule in left_out)}); saturate mode runs them")
+    return runnable
 
 
 class Alternative(NamedTuple):

@@ -122,15 +122,19 @@ def test_the_checker_pairs_the_outputs_of_a_disconnected_rule():
     assert planted.verdict is Verdict.UNSOUND and planted.counterexample is not None
 
 
-def test_greedy_mode_refuses_a_rule_set_holding_one_before_any_work():
-    from gsl_eq import rules
+def test_greedy_mode_leaves_out_the_disconnected_rules_of_a_set_and_says_which(same_outputs):
+    """rules.tensat() + rules.default() in greedy mode, as the command line runs it: the four rules
+    whose outputs share no node are left out and named; the others rewrite the graph."""
+    from gsl_eq import models, rules
 
-    wl = relus([3, 4])
-    with pytest.raises(DisconnectedSourceError, match="r.connected"):
-        optimize(wl, rules.tensat(), mode="greedy")
-    connected = [r for r in rules.tensat() if r.connected]
-    assert len(connected) == len(rules.tensat()) - 4
-    assert optimize(wl, connected, mode="greedy").report.stop_reason is not None
+    wl = models.inception_block(ch=8, size=6)
+    result = optimize(wl, rules.tensat() + rules.default(), mode="greedy", cost="gpu")
+    disconnected = [r.name for r in rules.tensat() if not r.connected]
+    assert len(disconnected) == 4
+    note = next(n for n in result.report.notes if n.startswith("greedy mode leaves out 4 of the"))
+    assert all(name in note for name in disconnected)
+    assert result.report.applications and not set(disconnected) & set(result.report.applications)
+    same_outputs(wl, result.workload)
 
 
 def test_rules_paired_together_grow_the_e_graph_that_pairing_rule_by_rule_grows(monkeypatch):
