@@ -148,6 +148,7 @@ class Refusal(enum.Enum):
 
     UNTYPED = "target cannot be typed"
     TYPE_CHANGE = "output type would change"
+    CYCLE = "the result would read itself"
 
 
 @dataclass(frozen=True)
@@ -290,13 +291,34 @@ def rewrite_once(
     mapping: dict[Node, Node] = {}
     inputs = frozenset(rule.source.inputs)
     existing = set(graph.rpo()) if ledger is not None else set()
+    position = {node: k for k, node in enumerate(graph.rpo())}
+    read_by: dict[Node, list[Node]] = {}  # a taken match's output -> what its target reads: the match's inputs
     added = 0
+
+    def reads_itself(m: Match, bound: list[Node]) -> bool:
+        """Whether ``m``'s target, reading ``bound``, would read one of ``m``'s outputs, through
+        the graph and the targets of the matches taken before: one output of a multi-output
+        source feeding another's input (an RNN's two steps), or two matches each feeding the other."""
+        outputs = set(m.outputs)
+        first = min(position[o] for o in outputs)  # an ancestor comes before what it feeds
+        stack, seen = list(bound), set()
+        while stack:
+            node = stack.pop()
+            if node in outputs:
+                return True
+            if node not in seen and position.get(node, -1) >= first:
+                seen.add(node)
+                stack.extend(read_by.get(node, node.inputs))
+        return False
 
     def accept(m: Match) -> bool:
         nonlocal added
         if deadline is not None and time.perf_counter() > deadline:
             raise _Stop(StopReason.TIME_LIMIT)
         builder = build_target(rule, m)
+        bound = [node for p, node in matched_nodes(m) if p in inputs]
+        if not isinstance(builder, Rejection) and reads_itself(m, bound):
+            builder = Rejection(Refusal.CYCLE, "an input of the match is computed from one of its outputs")
         if isinstance(builder, Rejection):
             if ledger is not None:
                 ledger.refused(rule, m, builder)
@@ -306,6 +328,7 @@ def rewrite_once(
             raise _Stop(StopReason.NODE_LIMIT)
         added += growth
         mapping.update(zip(m.outputs, builder.targets))
+        read_by.update((output, bound) for output in m.outputs)
         if ledger is not None:
             ledger.created(rule, existing, builder.targets)
         return True
