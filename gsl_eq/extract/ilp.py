@@ -18,7 +18,7 @@ The program is made small and tight before HiGHS sees it:
 - a used tuple's parts are taken from it (:mod:`.parts`): where a split is used, each class
   one of its ``getitem`` parts belongs to takes that part, so no graph computes a part of a used
   split again some other way. Without these rows the relaxation covers a class by thirds of
-  several partly used splits (Inception-v3's classes have up to 39 such parts);
+  several partly used splits (Inception-v3's classes have up to 18 such parts);
 - acyclicity is added lazily, as cuts: the program starts without it; when a solution
   chooses a cycle of e-classes ``c1 -> c2 -> ... -> ck -> c1``, the cut "at most k - 1
   of these k class edges are used" is added for each such cycle found, and HiGHS
@@ -131,9 +131,9 @@ def ilp_extract(
     ``regions``: a large e-graph is solved region by region where it has regions
     (:mod:`.regions`), with the same optimum; the result's ``regions`` counts the programs
     solved (1: one for the whole). False solves it whole. (On those 14 e-graphs, 5 have
-    regions. On the whole program HiGHS took 2.9 to 8.4 times as long on three (Inception-v3's
-    9.5 s for 3.3), left SqueezeNet's open at 60 s (3.9 s by regions) and was faster only on
-    ResNeXt-50's two regions, 3.0 s for 3.9.)
+    regions. On the whole program HiGHS took 8.7 and 13.5 times as long on two (NasRNN's 46.0 s
+    for 5.3), left Inception-v3's and NasNet-A's open at 60 s (12.3 and 13.5 s by regions) and was
+    faster only on ResNeXt-50's two regions, 1.9 s for 2.4.)
 
     ``parts``: the programs take a used split's parts from it (:mod:`.parts`); False searches every
     graph, those that compute a part twice too (BENCHMARKS.md's extraction-gpu section sets the

@@ -2,7 +2,7 @@
 
 TASO's merges give an e-class many ways to compute its value: its own conv, or a part
 (``getitem``) of one of the splits of the merged convs it takes part in. Inception-v3's e-graph
-under TENSAT's settings has classes with 10 to 39 such parts. The relaxation of the exact
+under TENSAT's settings has classes with up to 18 such parts. The relaxation of the exact
 program then covers a class a third by one split, a sixth by another and a third by its own
 conv, and HiGHS needs thousands of cuts to close that gap.
 
