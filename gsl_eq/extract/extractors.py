@@ -411,7 +411,8 @@ def tree_extract(egraph: ExtractGraph, roots: Sequence[Hashable]) -> Extraction:
     return _extraction("tree", egraph, roots, choice, start, status="heuristic")
 
 
-def greedy_dag_extract(egraph: ExtractGraph, roots: Sequence[Hashable], deadline: float | None = None) -> Extraction:
+def greedy_dag_extract(egraph: ExtractGraph, roots: Sequence[Hashable], deadline: float | None = None, *,
+                       indexed: Indexed | None = None) -> Extraction:
     """DAG-aware greedy extractor: each e-class takes the e-node whose term, as a set of
     e-nodes, costs least — the union of its children's sets plus itself, so that
     e-nodes shared below it are paid once.
@@ -423,17 +424,11 @@ def greedy_dag_extract(egraph: ExtractGraph, roots: Sequence[Hashable], deadline
     Near-linear in practice: a term shares its largest child's set (a persistent map)
     and pays only for the classes it adds. If ``time.perf_counter()`` passes
     ``deadline`` first, the tree extraction's choice is returned and ``status`` says so.
+    ``indexed``: ``egraph``'s :class:`Indexed` tables, where the caller has built them already.
     """
-    return greedy_dag_indexed(egraph, None, roots, deadline)
-
-
-def greedy_dag_indexed(egraph: ExtractGraph, graph: Indexed | None, roots: Sequence[Hashable],
-                       deadline: float | None = None) -> Extraction:
-    """:func:`greedy_dag_extract` on ``egraph`` as ``graph``, its :class:`Indexed` tables where the
-    caller has them already (None: built here)."""
     start = time.perf_counter()
     with without_gc():
-        graph = Indexed(egraph) if graph is None else graph
+        graph = Indexed(egraph) if indexed is None else indexed
         positions = graph.root_positions(roots)
         tree = graph.choice(_bottom_up(graph, positions, _tree_values))
         try:

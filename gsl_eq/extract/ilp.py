@@ -60,7 +60,6 @@ from .bounded import run_bounded
 from .cpsat import CpSatProgram, cyclic_parts
 from .extractors import (
     Extraction, ExtractGraph, Indexed, _bottom_up, _extraction, _tree_values, _walk, dag_cost, greedy_dag_extract,
-    greedy_dag_indexed,
     is_acyclic, without_gc,
 )
 from .fusion import fusion_rows, fusion_terms, max_saving, taken
@@ -315,10 +314,7 @@ class _Program:
         """
         if found is None:
             found = contained(self.graph, self.nodes, leaves_only=True)
-        leaf = 0  # the bits of leaf classes
-        for k, cls in enumerate(found.tracked):
-            if all(not self.graph.node_children[node] for node in found.members[cls]):
-                leaf |= 1 << k
+        leaf = sum(1 << found.index[cls] for cls in found.leaves)  # the bits of the leaf classes
         reached = 0
         for root in roots:
             reached |= found.sets[root] | (1 << found.index[root] if root in found.index else 0)
@@ -533,7 +529,7 @@ def _solve(
             highspy.Highs.resetGlobalScheduler(False)  # in a fork of a process that may have run HiGHS
             with without_gc():
                 sub_graph = Indexed(sub)
-                warm = greedy_dag_indexed(sub, sub_graph, heads)
+                warm = greedy_dag_extract(sub, heads, indexed=sub_graph)
                 # a region holds kept e-nodes only, all reached from its heads (.regions): all kept again
                 kept = list(range(len(sub_graph.node_class)))
             found = _search(sub, heads, sub_graph, kept, _numbered(sub_graph, warm.choice), until, 1, solver,

@@ -37,11 +37,13 @@ IMPLIED_CLASS_LIMIT = 30_000
 @dataclass
 class Contained:
     """Per e-class (by position), the classes every term of it contains, as a bitset over
-    ``tracked`` (bit ``k`` stands for class ``tracked[k]``); ``members``: the kept e-nodes per class."""
+    ``tracked`` (bit ``k`` stands for class ``tracked[k]``); ``members``: the kept e-nodes per class;
+    ``leaves``: the classes all of whose kept e-nodes have no children."""
 
     tracked: list[int]
     sets: dict[int, int]
     members: dict[int, list[int]]
+    leaves: set[int]
 
     def __post_init__(self) -> None:
         self.index = {cls: k for k, cls in enumerate(self.tracked)}
@@ -97,7 +99,7 @@ def contained(graph: Indexed, nodes: list[int], leaves_only: bool = False) -> Co
             if waiting[parent] == 0:
                 order.append(parent)
     order.extend(cls for cls, count in waiting.items() if count > 0)
-    result = Contained([cls for cls in order if cls in leaves] if leaves_only else order, {}, members)
+    result = Contained([cls for cls in order if cls in leaves] if leaves_only else order, {}, members, leaves)
     everything = (1 << len(result.tracked)) - 1
     result.sets.update((cls, 0 if cls in leaves else everything) for cls in members)
     queue = collections.deque(cls for cls in order if cls not in leaves)

@@ -291,7 +291,9 @@ def rewrite_once(
     mapping: dict[Node, Node] = {}
     inputs = frozenset(rule.source.inputs)
     existing = set(graph.rpo()) if ledger is not None else set()
-    position = {node: k for k, node in enumerate(graph.rpo())}
+    # a single output's inputs come before it, so only a source of several outputs (or a variadic one) can read itself
+    several = rule.variadic or len(rule.source.outputs) > 1
+    position = {node: k for k, node in enumerate(graph.rpo())} if several else {}
     read_by: dict[Node, list[Node]] = {}  # a taken match's output -> what its target reads: the match's inputs
     added = 0
 
@@ -316,8 +318,8 @@ def rewrite_once(
         if deadline is not None and time.perf_counter() > deadline:
             raise _Stop(StopReason.TIME_LIMIT)
         builder = build_target(rule, m)
-        bound = [node for p, node in matched_nodes(m) if p in inputs]
-        if not isinstance(builder, Rejection) and reads_itself(m, bound):
+        bound = [node for p, node in matched_nodes(m) if p in inputs] if several else []
+        if several and not isinstance(builder, Rejection) and reads_itself(m, bound):
             builder = Rejection(Refusal.CYCLE, "an input of the match is computed from one of its outputs")
         if isinstance(builder, Rejection):
             if ledger is not None:
@@ -328,7 +330,8 @@ def rewrite_once(
             raise _Stop(StopReason.NODE_LIMIT)
         added += growth
         mapping.update(zip(m.outputs, builder.targets))
-        read_by.update((output, bound) for output in m.outputs)
+        if several:
+            read_by.update((output, bound) for output in m.outputs)
         if ledger is not None:
             ledger.created(rule, existing, builder.targets)
         return True
