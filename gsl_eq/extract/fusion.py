@@ -37,19 +37,22 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class FusionTerm:
-    """E-node ``node`` and its child class ``child`` share a kernel, saving ``saving``.
+    """E-node ``node`` (of e-class ``reader``) and its child class ``child`` share a kernel,
+    saving ``saving``.
 
     An epilogue (``inlined`` False): ``node`` runs in the kernel of the child's chosen e-node,
     one of ``producers`` (the child class's kept e-nodes that open a kernel and have no prologue
     saving) or of ``chained`` (those that have one: they host it only as epilogues themselves).
-    A prologue (``inlined`` True): ``producers`` is the one child e-node that runs inside
-    ``node``'s kernel. ``rivals``: the child's other kept readers, grouped by e-class."""
+    A prologue (``inlined`` True): the child's chosen e-node, one of ``producers`` (those of its
+    kept e-nodes that save ``saving`` so), runs inside ``node``'s kernel. ``readers``: the child's
+    kept readers, by e-class (``reader`` among them): a fusion needs the others unchosen."""
 
     node: int
+    reader: int
     child: int
     saving: float
     producers: tuple[int, ...]
-    rivals: tuple[tuple[int, ...], ...]
+    readers: tuple[tuple[int, tuple[int, ...]], ...]
     inlined: bool = False
     chained: tuple[int, ...] = ()
 
@@ -63,59 +66,124 @@ class FusionRow(NamedTuple):
 
 
 def fusion_terms(graph: Indexed, nodes: list[int], roots: list[int]) -> list[FusionTerm]:
-    """The fusion terms among the kept e-nodes ``nodes``, in e-node order."""
+    """The fusion terms among the kept e-nodes ``nodes``, in e-node order: per (e-node, child
+    class) an epilogue term and a prologue term per distinct saving of the child's e-nodes, so
+    that a class of many equal forms (thousands of reassociated adds) adds one term per reader."""
     if not graph.fusible:
         return []
     kept = set(nodes)
     root_set = set(roots)
+    readers_of: dict[int, tuple[tuple[int, tuple[int, ...]], ...]] = {}
+    members_of: dict[int, tuple[tuple[int, ...], tuple[int, ...], dict[float, tuple[int, ...]]]] = {}
     terms = []
     for node in nodes:
+        own = graph.node_class[node]
         for child, saving in graph.fusible.get(node, ()):
             if saving <= 0 or child in root_set:
                 continue
-            own = graph.node_class[node]
-            by_class: dict[int, list[int]] = {}
-            for reader in graph.parents[child]:
-                if reader in kept and graph.node_class[reader] != own:
-                    by_class.setdefault(graph.node_class[reader], []).append(reader)
-            rivals = tuple(tuple(r) for r in by_class.values())
-            members = [n for n in graph.class_nodes[child] if n in kept]
-            producers = tuple(n for n in members if n in graph.opens and n not in graph.prologue)
-            chained = tuple(n for n in members if n in graph.opens and n in graph.prologue)
+            if child not in readers_of:
+                by_class: dict[int, list[int]] = {}
+                for reader in dict.fromkeys(graph.parents[child]):  # an e-node may read the child twice
+                    if reader in kept:
+                        by_class.setdefault(graph.node_class[reader], []).append(reader)
+                readers_of[child] = tuple((cls, tuple(r)) for cls, r in by_class.items())
+                members = [n for n in graph.class_nodes[child] if n in kept]
+                by_saving: dict[float, list[int]] = {}
+                for inner in members:
+                    if graph.prologue.get(inner, 0.0) > 0:
+                        by_saving.setdefault(graph.prologue[inner], []).append(inner)
+                members_of[child] = (tuple(n for n in members if n in graph.opens and n not in graph.prologue),
+                                     tuple(n for n in members if n in graph.opens and n in graph.prologue),
+                                     {s: tuple(inner) for s, inner in by_saving.items()})
+            producers, chained, inlined = members_of[child]
+            readers = readers_of[child]
             if producers or chained:
-                terms.append(FusionTerm(node, child, saving, producers, rivals, chained=chained))
-            for inner in members:
-                if graph.prologue.get(inner, 0.0) > 0:
-                    terms.append(FusionTerm(node, child, graph.prologue[inner], (inner,), rivals, inlined=True))
+                terms.append(FusionTerm(node, own, child, saving, producers, readers, chained=chained))
+            terms.extend(FusionTerm(node, own, child, inner_saving, inner, readers, inlined=True)
+                         for inner_saving, inner in inlined.items())
     return terms
+
+
+#: A child read by at most this many e-classes has a row per (fusing reader class, other reader
+#: class); one read by more, one row for all (weaker in the LP relaxation, but not quadratic).
+PAIRWISE_READERS = 6
+#: The terms of a child that need one of the same producers get a row each while these rows hold
+#: at most this many entries in all, one row for all of them beyond (the same LP bound; HiGHS's
+#: path differs, and on TENSAT's NasRNN it was as often faster one way as the other).
+SHARED_ROW_ENTRIES = 1024
 
 
 def fusion_rows(terms: Sequence[FusionTerm]) -> list[FusionRow]:
     """The rows that make the terms' ``fused`` binaries mean what they say:
 
-    - a term needs its producer chosen (an epilogue: one of them, or a chained one taking an
-      epilogue itself), and no rival reader;
-    - an e-node takes at most one epilogue, and a prologue only when chosen itself;
-    - an inlined e-node takes no epilogue; a (reader, child) pair fuses one way at most."""
+    - a term needs one of its producers chosen (an epilogue: or a chained one taking an epilogue
+      itself), and a prologue its reader too; the terms of a child with many readers and many
+      producers share one such row (:data:`SHARED_ROW_ENTRIES`);
+    - no other reader of the child is chosen: per (reader class, child, other reader class), the
+      reader class's terms on the child and the other class's readers sum to at most 1; for a child
+      of more than :data:`PAIRWISE_READERS` reader classes, one row: its terms, times the reader
+      classes less one, and its chosen readers sum to at most the reader classes;
+    - an e-node takes at most one epilogue, and only when chosen;
+    - a child class's e-node saves once: the prologue terms of the class and the epilogues of its
+      e-nodes that have a prologue saving sum to at most the chosen of those e-nodes (inlined in
+      one reader at most, and then taking no epilogue);
+    - a (reader, child) pair fuses one way at most.
+
+    One e-node of a class is chosen and a fused child has one reader, so terms are summed in a
+    row where one alone would do (a child's terms of one kind, a reader class's terms on a child):
+    the rows' number and length grow with the e-nodes, not with the readers of a class times its
+    e-nodes (TASO's rules grow classes of thousands of reassociated adds)."""
     rows: list[FusionRow] = []
     epilogues: dict[int, list[int]] = {}  # e-node -> its epilogue terms
     pairs: dict[tuple[int, int], list[int]] = {}  # (e-node, child) -> its terms
+    readers: dict[tuple[int, int], list[int]] = {}  # (reader class, child) -> its terms
+    producing: dict[tuple[int, bool, tuple[int, ...]], list[int]] = {}  # (child, kind, producers) -> its terms
+    inlining: dict[int, list[int]] = {}  # child class -> its prologue terms
     for k, term in enumerate(terms):
-        if not term.inlined:
+        if term.inlined:
+            inlining.setdefault(term.child, []).append(k)
+            rows.append(FusionRow(((k, 1.0),), ((term.node, -1.0),), 0.0))
+        else:
             epilogues.setdefault(term.node, []).append(k)
         pairs.setdefault((term.node, term.child), []).append(k)
-    for k, term in enumerate(terms):
+        readers.setdefault((term.reader, term.child), []).append(k)
+        producing.setdefault((term.child, term.inlined, term.producers), []).append(k)
+    for ks in producing.values():
+        term = terms[ks[0]]
         hosts = tuple((j, -1.0) for p in term.chained for j in epilogues.get(p, ()))
-        rows.append(FusionRow(((k, 1.0), *hosts), tuple((p, -1.0) for p in term.producers), 0.0))
-        rows.extend(FusionRow(((k, 1.0),), tuple((r, 1.0) for r in rivals), 1.0) for rivals in term.rivals)
-        if term.inlined:
-            rows.append(FusionRow(((k, 1.0),), ((term.node, -1.0),), 0.0))
-            if epilogues.get(term.producers[0]):
-                rows.append(FusionRow(((k, 1.0), *((j, 1.0) for j in epilogues[term.producers[0]])), (), 1.0))
+        producers = tuple((p, -1.0) for p in term.producers)
+        if len(ks) * (len(hosts) + len(producers)) <= SHARED_ROW_ENTRIES:
+            rows.extend(FusionRow(((k, 1.0), *hosts), producers, 0.0) for k in ks)
+        else:
+            rows.append(FusionRow((*((k, 1.0) for k in ks), *hosts), producers, 0.0))
+    by_child: dict[int, list[tuple[int, list[int]]]] = {}
+    for (reader, child), ks in readers.items():
+        by_child.setdefault(child, []).append((reader, ks))
+    for child, fusing in by_child.items():
+        classes = terms[fusing[0][1][0]].readers
+        if len(classes) <= PAIRWISE_READERS:
+            rows.extend(FusionRow(tuple((k, 1.0) for k in ks), tuple((r, 1.0) for r in others), 1.0)
+                        for reader, ks in fusing for cls, others in classes if cls != reader)
+        elif len(classes) > 1:
+            weight = len(classes) - 1.0
+            rows.append(FusionRow(tuple((k, weight) for _, ks in fusing for k in ks),
+                                  tuple((r, 1.0) for _, others in classes for r in others), float(len(classes))))
     for node, ks in epilogues.items():
         rows.append(FusionRow(tuple((k, 1.0) for k in ks), ((node, -1.0),), 0.0))
+    for ks in inlining.values():
+        inner = sorted({p for k in ks for p in terms[k].producers})
+        own = tuple((j, 1.0) for p in inner for j in epilogues.get(p, ()))
+        rows.append(FusionRow((*((k, 1.0) for k in ks), *own), tuple((p, -1.0) for p in inner), 0.0))
     rows.extend(FusionRow(tuple((k, 1.0) for k in ks), (), 1.0) for ks in pairs.values() if len(ks) > 1)
     return rows
+
+
+def hosting(graph: Indexed, node: int) -> int:
+    """How freely e-node ``node`` hosts its readers' epilogues: 2 when it opens a kernel (and has no
+    prologue saving), 1 when it opens one only as an epilogue itself (an element-wise op), 0 never."""
+    if node not in graph.opens:
+        return 0
+    return 1 if graph.prologue.get(node, 0.0) > 0 else 2
 
 
 def max_saving(graph: Indexed, node: int) -> float:
@@ -214,8 +282,7 @@ def taken(graph: Indexed, terms: list[FusionTerm], choice: Mapping[int, int], ro
     fused = plan(order, view, roots)
     on = {(choice[reader], child, False) for reader, child in fused.epilogue.items()}
     on |= {(choice[reader], child, True) for reader, child in fused.inlined}
-    return [(t.node, t.child, t.inlined) in on and (t.producers[0] == choice[t.child] if t.inlined
-                                                    else choice[t.child] in t.producers + t.chained) for t in terms]
+    return [(t.node, t.child, t.inlined) in on and choice[t.child] in t.producers + t.chained for t in terms]
 
 
 def fuses(model: Any) -> bool:

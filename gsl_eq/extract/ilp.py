@@ -62,7 +62,7 @@ from .extractors import (
     Extraction, ExtractGraph, Indexed, _bottom_up, _extraction, _tree_values, _walk, dag_cost, greedy_dag_extract,
     is_acyclic, without_gc,
 )
-from .fusion import fusion_rows, fusion_terms, max_saving, taken
+from .fusion import fusion_rows, fusion_terms, hosting, max_saving, taken
 from .implied import Contained, contained, implied_rows, tracks_all
 from .parts import part_nodes, with_parts
 from .regions import solve_regions, split
@@ -478,14 +478,14 @@ def _undominated(graph: Indexed, nodes: list[int]) -> list[int]:
     """Drop an e-node when another, earlier in (cost, number) order, costs no more and uses a
     subset of its child classes (only identical sets for classes above DOMINANCE_CLASS_LIMIT).
     Under fusion "no more" is against the e-node's cost less the most it may save
-    (:func:`.fusion.max_saving`), and an e-node that opens a kernel is dropped only for another
-    that does too."""
+    (:func:`.fusion.max_saving`), and an e-node is dropped only for another that hosts its readers'
+    epilogues wherever it does (:func:`.fusion.hosting`)."""
     ranked = sorted(nodes, key=lambda node: graph.node_cost[node])
     keep: dict[frozenset[int], list[int]] = {}
 
     def dominates(other: int, node: int) -> bool:
         return (graph.node_cost[other] <= graph.node_cost[node] - max_saving(graph, node)
-                and (other in graph.opens or node not in graph.opens))
+                and hosting(graph, other) >= hosting(graph, node))
 
     for node in ranked:
         children = frozenset(graph.node_children[node])

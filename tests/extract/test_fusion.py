@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from gsl_eq.extract import ENodeCost as N
-from gsl_eq.extract import dag_cost, greedy_dag_extract, ilp_extract
+from gsl_eq.extract import dag_cost, fusion, greedy_dag_extract, ilp_extract
+from gsl_eq.extract.extractors import Indexed
 
 from .test_extractors import brute_force, reachable
 
@@ -64,8 +65,14 @@ def random_fusing_egraph(seed: int):
     return egraph, roots
 
 
+@pytest.mark.parametrize("shared", [False, True], ids=["per-term", "shared"])
 @pytest.mark.parametrize("seed", range(80))
-def test_random_fusing_egraphs_against_brute_force(seed):
+def test_random_fusing_egraphs_against_brute_force(seed, shared, monkeypatch):
+    # both forms of the rows for a child's readers: a row per term or pair of reader classes, and
+    # the shared rows a child of many readers or many e-nodes gets
+    if shared:
+        monkeypatch.setattr(fusion, "PAIRWISE_READERS", 1)
+        monkeypatch.setattr(fusion, "SHARED_ROW_ENTRIES", 0)
     egraph, roots = random_fusing_egraph(seed)
     optimum = brute_force(egraph, roots, fused_price)
     if optimum is None:
@@ -102,6 +109,37 @@ def test_no_fusion_into_a_tensor_another_reads_or_the_caller_does():
     # A is an output itself
     assert ilp_extract(FUSING, ["R", "A"]).cost == 14.0
     assert dag_cost(FUSING, ["R", "A"], {"R": 0, "A": 0, "X": 0}) == 15.0
+
+
+def test_a_cheaper_form_that_hosts_epilogues_only_as_one_does_not_dominate():
+    # A's element-wise form (1, a prologue saving) opens a kernel only as an epilogue itself; its
+    # dearer leaf form (2) hosts the reader's epilogue (saving 3): 4 + 2 - 3 beats 4 + 1 - 1
+    egraph = {"R": [N(4.0, ("A",), "relu", fusible=(("A", 3.0),))],
+              "A": [N(1.0, (), "add", opens=True, prologue=1.0), N(2.0, (), "conv", opens=True)]}
+    for solver in ("highs", "cp-sat"):
+        ilp = ilp_extract(egraph, ["R"], solver=solver)
+        assert (ilp.cost, ilp.choice["A"]) == (3.0, 1)
+
+
+def test_a_class_of_many_equal_forms_adds_a_term_per_reader_not_per_form():
+    # 300 equal adds (TASO's reassociations grow such classes) read by 40 classes: the program's
+    # fusion terms and rows grow with the e-nodes, not with the readers times the forms
+    forms = [N(5.0, ("X", f"Y{k % 3}"), "add", opens=True, fusible=(("X", 4.0),), prologue=4.0) for k in range(300)]
+    readers = {f"R{i}": [N(5.0, ("A",), "relu", opens=True, fusible=(("A", 4.0),), prologue=4.0)] for i in range(40)}
+    egraph = {"T": [N(0.0, tuple(readers), "tuple")], **readers, "A": forms,
+              "X": [N(3.0, (), "conv", opens=True)], **{f"Y{k}": [N(0.0)] for k in range(3)}}
+    graph = Indexed(egraph)
+    roots = graph.root_positions(["T"])
+    nodes = list(range(len(graph.node_class)))
+    terms = fusion.fusion_terms(graph, nodes, roots)
+    rows = fusion.fusion_rows(terms)
+    assert len(terms) <= 2 * len(nodes) and sum(len(r.terms) + len(r.nodes) for r in rows) <= 20 * len(nodes)
+    # A has 40 readers, so nothing runs in its kernel and each relu is one; X has one reader, the add,
+    # which runs as the conv's epilogue
+    expected = 40 * 5.0 + 5.0 + 3.0 - 4.0  # the add as the conv's epilogue
+    for solver in ("highs", "cp-sat"):
+        ilp = ilp_extract(egraph, ["T"], solver=solver)
+        assert ilp.cost == pytest.approx(expected) == dag_cost(egraph, ["T"], ilp.choice)
 
 
 def test_a_dominated_form_that_opens_a_kernel_is_kept():
