@@ -130,9 +130,9 @@ def ilp_extract(
     ``regions``: a large e-graph is solved region by region where it has regions
     (:mod:`.regions`), with the same optimum; the result's ``regions`` counts the programs
     solved (1: one for the whole). False solves it whole. (On those 14 e-graphs, 5 have
-    regions. On the whole program HiGHS took 8.7 and 13.5 times as long on two (NasRNN's 46.0 s
-    for 5.3), left Inception-v3's and NasNet-A's open at 60 s (12.3 and 13.5 s by regions) and was
-    faster only on ResNeXt-50's two regions, 1.9 s for 2.4.)
+    regions. On the whole program HiGHS took 6.8 and 12.5 times as long on two (NasRNN's 42.6 s
+    for 6.2), left Inception-v3's and NasNet-A's open at 60 s (11.1 and 13.7 s by regions) and was
+    faster only on ResNeXt-50's two regions, 2.2 s for 2.6.)
 
     ``parts``: the programs take a used split's parts from it (:mod:`.parts`); False searches every
     graph, those that compute a part twice too (BENCHMARKS.md's extraction-gpu section sets the
