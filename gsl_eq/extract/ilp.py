@@ -125,14 +125,14 @@ def ilp_extract(
     put e-classes on a cycle, HiGHS otherwise, fusion rows (:mod:`.fusion`) or not. The
     result's ``solver`` says which ran. (On the 14 gpu e-graphs of TENSAT's graphs under its
     rules, side by side with the same 60 s (BENCHMARKS.md, extraction-gpu), HiGHS found the same
-    cost as CP-SAT on every one and proved all 14 optimal; CP-SAT proved 12.)
+    cost as CP-SAT on 13, a lower one on the 14th, and proved all 14 optimal; CP-SAT proved 12.)
 
     ``regions``: a large e-graph is solved region by region where it has regions
     (:mod:`.regions`), with the same optimum; the result's ``regions`` counts the programs
     solved (1: one for the whole). False solves it whole. (On those 14 e-graphs, 5 have
-    regions. On the whole program HiGHS took 6.8 and 12.5 times as long on two (NasRNN's 42.6 s
-    for 6.2), left Inception-v3's and NasNet-A's open at 60 s (11.1 and 13.7 s by regions) and was
-    faster only on ResNeXt-50's two regions, 2.2 s for 2.6.)
+    regions. On the whole program HiGHS took 6.1 and 11.7 times as long on two (NasRNN's 36.3 s
+    for 6.0), left Inception-v3's and NasNet-A's open at 60 s (13.4 and 12.3 s by regions) and was
+    faster only on ResNeXt-50's two regions, 2.0 s for 2.5.)
 
     ``parts``: the programs take a used split's parts from it (:mod:`.parts`); False searches every
     graph, those that compute a part twice too (BENCHMARKS.md's extraction-gpu section sets the
