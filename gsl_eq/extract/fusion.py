@@ -73,35 +73,48 @@ def fusion_terms(graph: Indexed, nodes: list[int], roots: list[int]) -> list[Fus
         return []
     kept = set(nodes)
     root_set = set(roots)
-    readers_of: dict[int, tuple[tuple[int, tuple[int, ...]], ...]] = {}
-    members_of: dict[int, tuple[tuple[int, ...], tuple[int, ...], dict[float, tuple[int, ...]]]] = {}
+    seen: dict[int, _Child] = {}
     terms = []
     for node in nodes:
         own = graph.node_class[node]
         for child, saving in graph.fusible.get(node, ()):
             if saving <= 0 or child in root_set:
                 continue
-            if child not in readers_of:
-                by_class: dict[int, list[int]] = {}
-                for reader in dict.fromkeys(graph.parents[child]):  # an e-node may read the child twice
-                    if reader in kept:
-                        by_class.setdefault(graph.node_class[reader], []).append(reader)
-                readers_of[child] = tuple((cls, tuple(r)) for cls, r in by_class.items())
-                members = [n for n in graph.class_nodes[child] if n in kept]
-                by_saving: dict[float, list[int]] = {}
-                for inner in members:
-                    if graph.prologue.get(inner, 0.0) > 0:
-                        by_saving.setdefault(graph.prologue[inner], []).append(inner)
-                members_of[child] = (tuple(n for n in members if n in graph.opens and n not in graph.prologue),
-                                     tuple(n for n in members if n in graph.opens and n in graph.prologue),
-                                     {s: tuple(inner) for s, inner in by_saving.items()})
-            producers, chained, inlined = members_of[child]
-            readers = readers_of[child]
-            if producers or chained:
-                terms.append(FusionTerm(node, own, child, saving, producers, readers, chained=chained))
-            terms.extend(FusionTerm(node, own, child, inner_saving, inner, readers, inlined=True)
-                         for inner_saving, inner in inlined.items())
+            if child not in seen:
+                seen[child] = _child(graph, child, kept)
+            c = seen[child]
+            if c.producers or c.chained:
+                terms.append(FusionTerm(node, own, child, saving, c.producers, c.readers, chained=c.chained))
+            terms.extend(FusionTerm(node, own, child, inner_saving, inner, c.readers, inlined=True)
+                         for inner_saving, inner in c.inlined.items())
     return terms
+
+
+class _Child(NamedTuple):
+    """What the terms on one child class share: its kept readers by e-class, its kept e-nodes that
+    host epilogues always (``producers``) or only as epilogues themselves (``chained``), and those
+    with a prologue saving, by saving."""
+
+    readers: tuple[tuple[int, tuple[int, ...]], ...]
+    producers: tuple[int, ...]
+    chained: tuple[int, ...]
+    inlined: dict[float, tuple[int, ...]]
+
+
+def _child(graph: Indexed, child: int, kept: set[int]) -> _Child:
+    by_class: dict[int, list[int]] = {}
+    for reader in dict.fromkeys(graph.parents[child]):  # an e-node may read the child twice
+        if reader in kept:
+            by_class.setdefault(graph.node_class[reader], []).append(reader)
+    members = [n for n in graph.class_nodes[child] if n in kept]
+    by_saving: dict[float, list[int]] = {}
+    for inner in members:
+        if graph.prologue.get(inner, 0.0) > 0:
+            by_saving.setdefault(graph.prologue[inner], []).append(inner)
+    return _Child(tuple((cls, tuple(r)) for cls, r in by_class.items()),
+                  tuple(n for n in members if hosting(graph, n) == 2),
+                  tuple(n for n in members if hosting(graph, n) == 1),
+                  {saving: tuple(inner) for saving, inner in by_saving.items()})
 
 
 #: A child read by at most this many e-classes has a row per (fusing reader class, other reader
@@ -137,7 +150,7 @@ def fusion_rows(terms: Sequence[FusionTerm]) -> list[FusionRow]:
     epilogues: dict[int, list[int]] = {}  # e-node -> its epilogue terms
     pairs: dict[tuple[int, int], list[int]] = {}  # (e-node, child) -> its terms
     readers: dict[tuple[int, int], list[int]] = {}  # (reader class, child) -> its terms
-    producing: dict[tuple[int, bool, tuple[int, ...]], list[int]] = {}  # (child, kind, producers) -> its terms
+    producing: dict[tuple[int, bool, float], list[int]] = {}  # (child, kind, saving of a prologue) -> its terms
     inlining: dict[int, list[int]] = {}  # child class -> its prologue terms
     for k, term in enumerate(terms):
         if term.inlined:
@@ -147,7 +160,7 @@ def fusion_rows(terms: Sequence[FusionTerm]) -> list[FusionRow]:
             epilogues.setdefault(term.node, []).append(k)
         pairs.setdefault((term.node, term.child), []).append(k)
         readers.setdefault((term.reader, term.child), []).append(k)
-        producing.setdefault((term.child, term.inlined, term.producers), []).append(k)
+        producing.setdefault((term.child, term.inlined, term.saving if term.inlined else 0.0), []).append(k)
     for ks in producing.values():
         term = terms[ks[0]]
         hosts = tuple((j, -1.0) for p in term.chained for j in epilogues.get(p, ()))
