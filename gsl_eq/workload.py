@@ -15,6 +15,7 @@ hands in are copied, so nothing the user holds is changed.
 
 from __future__ import annotations
 
+import collections
 import copy
 import itertools
 import math
@@ -29,6 +30,7 @@ import tvm
 from tvm import relax
 
 from . import cpu_build
+from .buildable import first_line, signature, why_unbuildable
 from .errors import WorkloadError
 from .graph import Graph, Kind, Node, TensorType, from_relax, to_relax
 
@@ -335,9 +337,10 @@ def _unpickled(graph: Graph, params: dict[str, np.ndarray], unfolded: tuple[Unfo
 class _Folder:
     """Computes the values of parameter-only nodes, and finds what TVM cannot build.
 
-    All at once first; when that fails, the batch is halved until the nodes that fail
-    alone are found (a few builds for one bad node among many); a node that fails is
-    left unfolded and its own parameter-only inputs are folded in its place.
+    The calls TVM cannot build by their kind (:mod:`gsl_eq.buildable`: one small probe per kind and
+    process) are left unfolded at once, with what reads them; their parameter-only inputs fold in
+    their place. The rest is built at once; should that fail all the same, the batch is halved until
+    the nodes that fail alone are found, and each of those is left unfolded in the same way.
     """
 
     def __init__(self, wl: "Workload", params: list[Node]):
@@ -346,8 +349,31 @@ class _Folder:
         self.unfolded: list[Unfolded] = []
 
     def fold(self, frontier: list[Node]) -> tuple[dict[Node, np.ndarray], list[Unfolded]]:
-        self._batch(frontier)
+        calls = [n for n in Graph(self.params, frontier).rpo() if n.kind is Kind.CALL]
+        why = why_unbuildable(signature(n) for n in calls)
+        failing = {n for n in calls if signature(n) in why}
+        self.unfolded += [Unfolded(n.op, str(n.type), why[signature(n)]) for n in calls if n in failing]
+        self._batch(self._buildable(frontier, failing))
         return self.values, self.unfolded
+
+    def _buildable(self, frontier: list[Node], failing: set[Node]) -> list[Node]:
+        """``frontier`` with each node that is, or reads, one of ``failing`` replaced by its
+        parameter-only inputs, until none is or reads one."""
+        if not failing:
+            return frontier
+        spoiled: set[Node] = set()
+        for n in Graph(self.params, frontier).rpo():
+            if n in failing or any(i in spoiled for i in n.inputs):
+                spoiled.add(n)
+        kept: dict[Node, None] = {}
+        pending = collections.deque(frontier)
+        while pending:
+            n = pending.popleft()
+            if n in spoiled or n.kind is Kind.TUPLE:  # a tuple of index arrays, say: its fields fold
+                pending += n.inputs
+            elif _becomes_param(n):
+                kept[n] = None
+        return list(kept)
 
     def _build(self, nodes: list[Node]) -> list[np.ndarray]:
         reads = {v for v in Graph(self.params, nodes).rpo() if v.kind is Kind.VAR}
@@ -374,8 +400,7 @@ class _Folder:
         before = len(self.unfolded)
         self._batch(inputs)
         if len(self.unfolded) == before:  # its inputs fold: the node's own op is at fault
-            reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
-            self.unfolded.append(Unfolded(node.op or node.kind.value, str(node.type), reason[:300]))
+            self.unfolded.append(Unfolded(node.op or node.kind.value, str(node.type), first_line(error)))
 
 
 #: Ops whose output holds the same integers as their first input (index arrays pass through them).

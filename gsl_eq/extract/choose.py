@@ -21,7 +21,7 @@ from ..egraph import EGraph, Runner, Snapshot
 from ..egraph.egraph import SPAN, int_call, int_literal
 from ..graph import Graph, Kind, Node
 from .bounded import run_bounded
-from .buildable import Call, unbuildable
+from ..buildable import Call, unbuildable
 from .cost import CostModel
 from .extractors import ENodeCost, ExtractGraph, ExtractionError
 from .fusion import call_fusion, fuses
@@ -33,7 +33,7 @@ def priced(eg: EGraph, snap: Snapshot, model: CostModel, check_builds: bool = Tr
 
     A call computed from the parameters and constants alone costs nothing: it is folded into
     a new parameter after extraction, if TVM can build it. One TVM cannot build
-    (:func:`~gsl_eq.extract.buildable.unbuildable`; with ``check_builds``) stays a computation
+    (:func:`~gsl_eq.buildable.unbuildable`; with ``check_builds``) stays a computation
     and costs what the model says, and so does every call reading it: an equal form TVM can
     build wins on cost. In an e-class that folds, the e-nodes that read runtime inputs are
     never chosen, so what is free is really folded. The e-nodes in ``left_out`` (e-class, index)

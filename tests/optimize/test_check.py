@@ -6,7 +6,7 @@ import pytest
 from tvm import relax
 
 from gsl_eq import FoldWarning, Subst, Workload, op, optimize, pat, rules
-from gsl_eq.extract.buildable import unbuildable
+from gsl_eq.buildable import unbuildable
 from gsl_eq.graph import TensorType
 from gsl_eq.graph.ops import freeze, infer
 from gsl_eq.verify import Reference, compare
@@ -33,7 +33,7 @@ def test_the_build_probe_names_exactly_the_calls_tvm_cannot_build():
 
 def test_the_probe_builds_one_call_of_each_kind(monkeypatch):
     """Sizes do not decide what TVM can build: a kind (op, attributes but sizes, dtypes, ranks) is built once."""
-    from gsl_eq.extract import buildable
+    from gsl_eq import buildable
 
     monkeypatch.setattr(buildable, "_known", {})
     built = []

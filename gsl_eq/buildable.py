@@ -1,10 +1,10 @@
-"""Which op calls TVM can build: extraction must not price a computation as folded away when
-TVM cannot compute it.
+"""Which op calls TVM can build: folding must not try, and extraction must not price as folded
+away, a computation TVM cannot compute.
 
 A call computed from parameters alone is folded into a new parameter and costs nothing at run
 time, but only if TVM can build it (its LLVM code generator rejects, for instance, a cumsum or
 an ``equal`` over booleans; :func:`gsl_eq.rules.legalize` rewrites those). :func:`unbuildable`
-answers for a batch of call signatures at once: one module holding every unknown call, each on
+(and :func:`why_unbuildable`, with TVM's reason) answers for a batch of call signatures at once: one module holding every unknown call, each on
 parameters of its own, is built; if that fails the batch is halved until the calls that fail
 alone are found. Answers are kept for the process by kind of call (:func:`kind`: the op, its
 attributes but lists of sizes, and its types' dtypes and ranks), and one call of each kind is
@@ -23,20 +23,33 @@ from typing import Any, Hashable, Iterable
 
 from tvm import relax
 
-from ..graph import Graph, Node, TupleType, Type, to_relax
+from .graph import Graph, Kind, Node, TupleType, Type, to_relax
+from .graph.ops import freeze
 
 #: A call signature: op name, frozen attributes (sorted (name, value) pairs), input types, output type.
 Call = tuple[str, tuple[tuple[str, Any], ...], tuple[Type, ...], Type]
 
-_known: dict[Hashable, bool] = {}  # per kind of call
+_known: dict[Hashable, str | None] = {}  # per kind of call: why TVM cannot build it, None if it can
 
 
 def unbuildable(calls: Iterable[Call]) -> set[Call]:
     """The signatures among ``calls`` that TVM cannot build for the CPU (``llvm``)."""
+    return set(why_unbuildable(calls))
+
+
+def why_unbuildable(calls: Iterable[Call]) -> dict[Call, str]:
+    """The signatures among ``calls`` that TVM cannot build for the CPU, each with the first line
+    of TVM's error."""
     calls = list(dict.fromkeys(calls))
     one_of_each = {kind(c): c for c in reversed(calls)}
     _probe([c for k, c in one_of_each.items() if k not in _known])
-    return {c for c in calls if not _known[kind(c)]}
+    return {c: reason for c in calls if (reason := _known[kind(c)]) is not None}
+
+
+def signature(node: Node) -> Call:
+    """The call signature of graph node ``node`` (a call)."""
+    assert node.kind is Kind.CALL and node.op is not None
+    return node.op, freeze(node.attrs), tuple(i.type for i in node.inputs), node.type
 
 
 def kind(call: Call) -> Hashable:
@@ -61,15 +74,20 @@ def _probe(calls: list[Call]) -> None:
         return
     try:
         relax.build(_module(calls), target="llvm")
-    except Exception:  # noqa: BLE001 - TVM raises many kinds; every call is retried below
+    except Exception as error:  # noqa: BLE001 - TVM raises many kinds; every call is retried below
         if len(calls) == 1:
-            _known[kind(calls[0])] = False
+            _known[kind(calls[0])] = first_line(error)
             return
         half = len(calls) // 2
         _probe(calls[:half])
         _probe(calls[half:])
         return
-    _known.update(dict.fromkeys(map(kind, calls), True))
+    _known.update(dict.fromkeys(map(kind, calls)))
+
+
+def first_line(error: Exception) -> str:
+    """The first line of an error's message (TVM's are long), at most 300 characters."""
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)[:300]
 
 
 def _module(calls: list[Call]) -> Any:
@@ -87,4 +105,4 @@ def _module(calls: list[Call]) -> Any:
     return to_relax(Graph(params, outputs, returns_tuple=True))
 
 
-__all__ = ["Call", "kind", "unbuildable"]
+__all__ = ["Call", "kind", "signature", "unbuildable", "why_unbuildable"]
