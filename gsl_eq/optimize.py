@@ -316,7 +316,8 @@ def optimize(
     the result the cheapest, searched for within the ILP's time limit: see
     :func:`~gsl_eq.extract.ilp_candidates`); then the greedy DAG extractions of the e-graph
     under ``cost`` and the other built-in cost models that do not measure
-    (:data:`MEASURING`). Greedy mode and ``extractor="egglog"`` have only the result. Fewer than
+    (:data:`MEASURING`; with ``extractor="egglog"``, these follow the result). Greedy mode has
+    only the result. Fewer than
     ``candidates`` come back when the e-graph holds fewer distinct graphs (or the ILP's time
     runs out first); structurally equal graphs are one candidate. The input being a
     candidate, and a candidate is preferred to it only when it runs faster beyond the timing
@@ -610,11 +611,11 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     timings["final build"] = time.perf_counter() - t
 
     def others() -> Iterator[Alternative]:
-        if extractor == "egglog":
-            return
         seen = [choice]
 
         def ilp_choices() -> Iterator[tuple[str, dict]]:
+            if extractor == "egglog":  # egglog's extraction knows no cost model: the greedy ones may build
+                return
             more = next_best
             if not more and extractor == "ilp":  # asked for after the run: searched for now
                 more = ilp_candidates(egraph, root_classes, 3, time_limit=min(ilp_time_limit, time_limit),
@@ -624,7 +625,7 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
 
         def greedy_choices() -> Iterator[tuple[str, dict]]:
             for name in dict.fromkeys([model.name, *(m for m in COST_MODELS if m not in MEASURING)]):
-                priced_egraph = (egraph if name == model.name else
+                priced_egraph = (egraph if name == model.name and extractor != "egglog" else
                                  priced(runner.egraph, snap, get_cost_model(name), left_out=left_out))
                 yield f"greedy DAG under {name}", greedy_dag_extract(priced_egraph, root_classes).choice
 
