@@ -105,6 +105,15 @@ DOMINANCE_CLASS_LIMIT = 64
 
 SOLVERS = ("auto", "highs", "cp-sat")
 
+#: The share of a program's time HiGHS has, with ``solver="auto"``, to begin its search (past its
+#: presolve and root) or prove its optimum; if it has done neither, CP-SAT takes over from its best.
+#: (A search begun goes on: HiGHS keeps its best between runs, not its tree.) HiGHS is the faster on
+#: most programs of TENSAT's graphs (NasNet-A's every-iteration e-graph: 12 s, CP-SAT not done in
+#: 60), but its presolve can outlast any limit: probing the 29,000 binaries of a ViT encoder's
+#: e-graph under tensat+default would take 415 s by its own estimate; CP-SAT proves it optimal in
+#: 19 s. Side by side: BENCHMARKS.md, extraction-solvers.
+HIGHS_SHARE = 0.4
+
 
 def ilp_extract(
     egraph: ExtractGraph, roots: Sequence[Hashable], time_limit: float = 60.0, warm_start: Extraction | None = None,
@@ -122,8 +131,10 @@ def ilp_extract(
 
     ``solver``: ``"highs"`` (this module's program, cycles cut lazily), ``"cp-sat"``
     (:mod:`.cpsat`: acyclicity in the model) or ``"auto"``: CP-SAT where the kept e-nodes
-    put e-classes on a cycle, HiGHS otherwise, fusion rows (:mod:`.fusion`) or not. The
-    result's ``solver`` says which ran. (On the 14 gpu e-graphs of TENSAT's graphs under its
+    put e-classes on a cycle, HiGHS otherwise, fusion rows (:mod:`.fusion`) or not, and CP-SAT
+    from HiGHS's best for the rest of the time of a program HiGHS has not begun to search (its
+    presolve still at work) within :data:`HIGHS_SHARE` of it. The result's ``solver`` says which ran (``"highs, cp-sat"``:
+    both, in turn). (On the 14 gpu e-graphs of TENSAT's graphs under its
     rules, side by side with the same 60 s (BENCHMARKS.md, extraction-gpu), HiGHS found the same
     cost as CP-SAT on 13, a lower one on the 14th, and proved all 14 optimal; CP-SAT proved 12.)
 
@@ -519,6 +530,7 @@ def _solve(
         graph = Indexed(egraph)
         root_positions = graph.root_positions(roots)
         nodes = _kept_nodes(graph, root_positions)
+        handover = solver == "auto"
         if solver == "auto":
             solver = "cp-sat" if _cyclic(graph, nodes) else "highs"
         pieces = split(graph, nodes, root_positions, max(1, REGION_NODES // 4)) if (
@@ -533,16 +545,18 @@ def _solve(
                 # a region holds kept e-nodes only, all reached from its heads (.regions): all kept again
                 kept = list(range(len(sub_graph.node_class)))
             found = _search(sub, heads, sub_graph, kept, _numbered(sub_graph, warm.choice), until, 1, solver,
-                            parts)[0]
-            return found if found[0] is not None else (list(warm.choice.items()), "time limit", None, found[3])
+                            parts, handover)[0]
+            return found if found[0] is not None else (list(warm.choice.items()), "time limit", None, *found[3:])
 
-        chosen, status, bound, cuts = solve_regions(egraph, graph, nodes, pieces, roots, deadline, search)
+        chosen, status, bound, cuts, ran = solve_regions(egraph, graph, nodes, pieces, roots, deadline, search)
         order, _ = _walk(egraph, roots, chosen)
-        outcome = [([(cls, chosen[cls]) for cls in order], status, bound, cuts)]
+        outcome = [([(cls, chosen[cls]) for cls in order], status, bound, cuts, ran)]
     else:
-        outcome = _search(egraph, roots, graph, nodes, _numbered(graph, fallback), deadline, k, solver, parts)
-    return solver, [(None if chosen is None else [(graph.position[cls], index) for cls, index in chosen],
-                     status, bound, cuts) for chosen, status, bound, cuts in outcome], max(len(pieces), 1)
+        outcome = _search(egraph, roots, graph, nodes, _numbered(graph, fallback), deadline, k, solver, parts,
+                          handover)
+    ran = ", ".join(name for name in ("highs", "cp-sat") if any(name in o[4] for o in outcome)) or solver
+    return ran, [(None if chosen is None else [(graph.position[cls], index) for cls, index in chosen],
+                  status, bound, cuts) for chosen, status, bound, cuts, _ in outcome], max(len(pieces), 1)
 
 
 def _numbered(graph: Indexed, choice: Mapping[Hashable, int]) -> dict[int, int]:
@@ -550,55 +564,72 @@ def _numbered(graph: Indexed, choice: Mapping[Hashable, int]) -> dict[int, int]:
     return {graph.position[cls]: graph.class_nodes[graph.position[cls]][index] for cls, index in choice.items()}
 
 
-Outcome = tuple[list[tuple[Hashable, int]] | None, str, float | None, int]
-"""(the chosen e-node index per class, children first, or None; status; lower bound; cycle cuts)."""
+Outcome = tuple[list[tuple[Hashable, int]] | None, str, float | None, int, str]
+"""(the chosen e-node index per class, children first, or None; status; lower bound; cycle cuts;
+the solvers that ran, as the result's ``solver`` names them)."""
 
 
 def _search(
     egraph: ExtractGraph, roots: Sequence[Hashable], graph: Indexed, nodes: list[int], start: dict[int, int],
-    deadline: float, k: int, solver: str, parts: bool = True,
+    deadline: float, k: int, solver: str, parts: bool = True, handover: bool = False,
 ) -> list[Outcome]:
     """:func:`_solve`'s loop on one program over the kept e-nodes ``nodes``, from ``start``
-    (class position -> e-node number, a feasible choice), with parts rows if ``parts``."""
+    (class position -> e-node number, a feasible choice), with parts rows if ``parts``. With
+    ``handover``, a single HiGHS search that has neither proved its optimum nor begun to search
+    (no lower bound yet) within :data:`HIGHS_SHARE` of the time goes on as CP-SAT's, from
+    HiGHS's best."""
     root_positions = graph.root_positions(roots)
     with without_gc():
         warm = graph.choice(start)
         bound = dag_cost(egraph, roots, warm)
         program = (CpSatProgram if solver == "cp-sat" else _Program)(graph, nodes, root_positions, bound, parts)
+    ran = solver
+    now = time.perf_counter()
+    until = now + HIGHS_SHARE * (deadline - now) if handover and k == 1 and solver == "highs" else deadline
     outcomes: list[Outcome] = []
     lower_bound = None  # every round's bound holds in the later ones: they only add cuts, and answer no cheaper
     while True:
         if not outcomes:  # the warm start violates the no-good cuts
             program.start_from(start)
-        choice, optimal, bound = program.solve(deadline)
+        choice, optimal, bound = program.solve(until)
         if bound is not None:
             lower_bound = bound if lower_bound is None else max(lower_bound, bound)
+        if until < deadline and not optimal and not program.infeasible() and time.perf_counter() < deadline:
+            if choice is not None and not _cycles(graph, root_positions, choice):
+                start = choice
+            until = deadline
+            if bound is None:  # HiGHS has not begun to search (its presolve or root still at work): CP-SAT's turn
+                with without_gc():
+                    program = CpSatProgram(graph, nodes, root_positions, dag_cost(egraph, roots, graph.choice(start)),
+                                           parts)
+                ran = "highs, cp-sat"
+            continue  # else HiGHS searches on, from its best, for the rest of the time
         if choice is None and not outcomes and program.infeasible() and isinstance(program, _Program):
             # nothing the program holds costs as little as the start, its objective bound: the start,
             # a graph outside the program (it computes a part of a used split twice, see .parts), is
             # the cheapest; the next ones are searched for in the program without that bound
             order, _ = _walk(egraph, roots, warm)
-            outcomes.append(([(cls, warm[cls]) for cls in order], "optimal", lower_bound, program.cuts))
+            outcomes.append(([(cls, warm[cls]) for cls in order], "optimal", lower_bound, program.cuts, ran))
             if len(outcomes) == k:
                 return outcomes
             program.lift_bound()
             continue
         if choice is None:
             status = "exhausted" if outcomes and program.infeasible() else "time limit"
-            return [*outcomes, (None, status, lower_bound, program.cuts)]
+            return [*outcomes, (None, status, lower_bound, program.cuts, ran)]
         cycles = _cycles(graph, root_positions, choice)
         if not cycles:
             chosen = graph.choice(choice)
             try:
                 order, _ = _walk(egraph, roots, chosen)
             except ValueError:  # numerically off: a used class without a chosen e-node
-                return [*outcomes, (None, f"{solver} returned an inconsistent solution", lower_bound, program.cuts)]
+                return [*outcomes, (None, f"{ran} returned an inconsistent solution", lower_bound, program.cuts, ran)]
             outcomes.append(([(cls, chosen[cls]) for cls in order], "optimal" if optimal else "time limit",
-                             lower_bound, program.cuts))
+                             lower_bound, program.cuts, ran))
             if len(outcomes) == k:
                 return outcomes
         if time.perf_counter() >= deadline:
-            return [*outcomes, (None, "time limit", lower_bound, program.cuts)]
+            return [*outcomes, (None, "time limit", lower_bound, program.cuts, ran)]
         if cycles:
             program.cut(cycles)
         else:

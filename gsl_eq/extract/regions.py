@@ -122,18 +122,19 @@ def split(graph: Indexed, nodes: list[int], roots: list[int], min_nodes: int) ->
     return [regions[cls] for cls in (*cuts, _TOP)]
 
 
-Answer = tuple[list[tuple[Hashable, int]], str, float | None, int]
-"""A search's answer: (the chosen e-node index per class, status, lower bound, cycle cuts)."""
+Answer = tuple[list[tuple[Hashable, int]], str, float | None, int, str]
+"""A search's answer: (the chosen e-node index per class, status, lower bound, cycle cuts, the
+solvers that ran)."""
 
 
 def solve_regions(
     egraph: ExtractGraph, graph: Indexed, nodes: list[int], parts: list[Region], roots: Sequence[Hashable],
     deadline: float, search: Callable[[ExtractGraph, Sequence[Hashable], float], Answer],
-) -> tuple[dict[Hashable, int], str, float | None, int]:
+) -> tuple[dict[Hashable, int], str, float | None, int, str]:
     """One extraction, region by region: ``search(sub, heads, until)`` answers each region's
     e-graph (its kept e-nodes ``nodes``, with the head of each region it reads as a leaf class)
     for its heads by time ``until``. Returns the chosen e-node index per class of ``egraph``,
-    the status ("optimal" if every region's is), the lower bound and the cycle cuts.
+    the status ("optimal" if every region's is), the lower bound, the cycle cuts and the solvers that ran.
 
     Where every region's terms contain the heads it reads (its answer does not depend on what
     they cost: Inception's blocks, NasRNN's cells), the leaves cost nothing and the regions are
@@ -157,11 +158,11 @@ def solve_regions(
     def solve(index: int, leaf_cost: Mapping[int, float], until: float) -> tuple:
         """(the chosen (class position, e-node index) pairs, leaves left out; cost; status; bound; cuts)"""
         sub = region(index, leaf_cost)
-        answer, status, bound, cuts = search(sub, heads[index], until)
+        answer, status, bound, cuts, ran = search(sub, heads[index], until)
         leaves = {graph.classes[head] for head in parts[index].below}
         chosen = [(graph.position[cls], graph.node_index[kept[graph.position[cls]][i]])
                   for cls, i in answer if cls not in leaves]
-        return chosen, dag_cost(sub, heads[index], dict(answer)), status, bound, cuts
+        return chosen, dag_cost(sub, heads[index], dict(answer)), status, bound, cuts, ran
 
     free = dict.fromkeys((head for part in parts for head in part.below), 0.0)
     if all(always_read(region(index, free), heads[index], [graph.classes[h] for h in part.below])
@@ -195,7 +196,8 @@ def solve_regions(
         lower = bounds[-1]
     chosen = {graph.classes[cls]: index for answer in answers for cls, index in answer[0]}
     status = "optimal" if all(answer[2] == "optimal" for answer in answers) else "time limit"
-    return chosen, status, lower, sum(answer[4] for answer in answers)
+    ran = ", ".join(dict.fromkeys(name for answer in answers for name in answer[5].split(", ")))
+    return chosen, status, lower, sum(answer[4] for answer in answers), ran
 
 
 def always_read(egraph: ExtractGraph, roots: Sequence[Hashable], leaves: Sequence[Hashable]) -> bool:

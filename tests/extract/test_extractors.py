@@ -19,6 +19,7 @@ from gsl_eq.extract import (
     is_acyclic,
     tree_extract,
 )
+from gsl_eq.extract import ilp as ilp_module
 
 EXTRACTORS = [tree_extract, greedy_dag_extract, ilp_extract]
 
@@ -275,6 +276,36 @@ def test_on_a_cyclic_e_graph_cp_sat_is_chosen_and_needs_no_cut():
     assert ilp_extract(DIAMOND, ["X"]).solver == "highs"  # no cycle: HiGHS
     with pytest.raises(ValueError, match="unknown solver 'cplex'"):
         ilp_extract(DIAMOND, ["X"], solver="cplex")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_cp_sat_takes_over_a_program_highs_has_not_proved_within_its_share(seed, monkeypatch):
+    egraph, roots = random_egraph(seed)
+    optimum = brute_force(egraph, roots)
+    if optimum is None or ilp_extract(egraph, roots).solver != "highs":
+        pytest.skip("no term, or a cyclic e-graph: CP-SAT from the start")
+    monkeypatch.setattr(ilp_module._Program, "solve", lambda self, deadline: (None, False, None))  # proves nothing
+    exact = ilp_extract(egraph, roots)
+    assert (exact.solver, exact.status, exact.gap, exact.cost) == ("highs, cp-sat", "optimal", 0.0, optimum)
+    alone = ilp_extract(egraph, roots, solver="highs")  # told to use HiGHS: HiGHS alone
+    assert alone.solver == "highs" and alone.status.startswith("time limit, no ILP solution")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_search_highs_has_begun_is_not_handed_over(seed, monkeypatch):
+    egraph, roots = random_egraph(seed)
+    optimum = brute_force(egraph, roots)
+    if optimum is None or ilp_extract(egraph, roots).solver != "highs":
+        pytest.skip("no term, or a cyclic e-graph: CP-SAT from the start")
+    solve, calls = ilp_module._Program.solve, []
+
+    def first_unproved(self, deadline):  # the first run ends with a lower bound but no proof
+        calls.append(deadline)
+        return (None, False, 0.0) if len(calls) == 1 else solve(self, deadline)
+
+    monkeypatch.setattr(ilp_module._Program, "solve", first_unproved)
+    exact = ilp_extract(egraph, roots)
+    assert (exact.solver, exact.status, exact.cost) == ("highs", "optimal", optimum)
 
 
 def ac_sum_egraph(k: int):
