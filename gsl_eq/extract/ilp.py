@@ -133,8 +133,8 @@ def ilp_extract(
     (:mod:`.cpsat`: acyclicity in the model) or ``"auto"``: CP-SAT where the kept e-nodes
     put e-classes on a cycle, HiGHS otherwise, fusion rows (:mod:`.fusion`) or not, and CP-SAT
     from HiGHS's best for the rest of the time of a program HiGHS has not begun to search (its
-    presolve still at work) within :data:`HIGHS_SHARE` of it. The result's ``solver`` says which ran (``"highs, cp-sat"``:
-    both, in turn). (On the 14 gpu e-graphs of TENSAT's graphs under its
+    presolve still at work) within :data:`HIGHS_SHARE` of it. The result's ``solver`` says which
+    ran (``"highs, cp-sat"``: both, in turn). (On the 14 gpu e-graphs of TENSAT's graphs under its
     rules, side by side with the same 60 s (BENCHMARKS.md, extraction-gpu), HiGHS found the same
     cost as CP-SAT on 13, a lower one on the 14th, and proved all 14 optimal; CP-SAT proved 12.)
 

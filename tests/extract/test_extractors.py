@@ -278,12 +278,18 @@ def test_on_a_cyclic_e_graph_cp_sat_is_chosen_and_needs_no_cut():
         ilp_extract(DIAMOND, ["X"], solver="cplex")
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_cp_sat_takes_over_a_program_highs_has_not_proved_within_its_share(seed, monkeypatch):
+def highs_egraph(seed: int) -> tuple[dict, list, float]:
+    """A random e-graph ``solver="auto"`` gives HiGHS, its roots and its optimum (else the test is skipped)."""
     egraph, roots = random_egraph(seed)
     optimum = brute_force(egraph, roots)
     if optimum is None or ilp_extract(egraph, roots).solver != "highs":
         pytest.skip("no term, or a cyclic e-graph: CP-SAT from the start")
+    return egraph, roots, optimum
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_cp_sat_takes_over_a_program_highs_has_not_begun_to_search(seed, monkeypatch):
+    egraph, roots, optimum = highs_egraph(seed)
     monkeypatch.setattr(ilp_module._Program, "solve", lambda self, deadline: (None, False, None))  # proves nothing
     exact = ilp_extract(egraph, roots)
     assert (exact.solver, exact.status, exact.gap, exact.cost) == ("highs, cp-sat", "optimal", 0.0, optimum)
@@ -293,10 +299,7 @@ def test_cp_sat_takes_over_a_program_highs_has_not_proved_within_its_share(seed,
 
 @pytest.mark.parametrize("seed", range(8))
 def test_a_search_highs_has_begun_is_not_handed_over(seed, monkeypatch):
-    egraph, roots = random_egraph(seed)
-    optimum = brute_force(egraph, roots)
-    if optimum is None or ilp_extract(egraph, roots).solver != "highs":
-        pytest.skip("no term, or a cyclic e-graph: CP-SAT from the start")
+    egraph, roots, optimum = highs_egraph(seed)
     solve, calls = ilp_module._Program.solve, []
 
     def first_unproved(self, deadline):  # the first run ends with a lower bound but no proof
