@@ -4,8 +4,8 @@ away, a computation TVM cannot compute.
 A call computed from parameters alone is folded into a new parameter and costs nothing at run
 time, but only if TVM can build it (its LLVM code generator rejects, for instance, a cumsum or
 an ``equal`` over booleans; :func:`gsl_eq.rules.legalize` rewrites those). :func:`unbuildable`
-(and :func:`why_unbuildable`, with TVM's reason) answers for a batch of call signatures at once: one module holding every unknown call, each on
-parameters of its own, is built; if that fails the batch is halved until the calls that fail
+(and :func:`why_unbuildable`, with TVM's reason) answers for a batch of call signatures at
+once: one module holding every unknown call, each on parameters of its own, is built; if that fails the batch is halved until the calls that fail
 alone are found. Answers are kept for the process by kind of call (:func:`kind`: the op, its
 attributes but lists of sizes, and its types' dtypes and ranks), and one call of each kind is
 built: TVM's code generators refuse ops and dtypes, not sizes. Were one to refuse a size, the

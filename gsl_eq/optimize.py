@@ -317,9 +317,8 @@ def optimize(
     :func:`~gsl_eq.extract.ilp_candidates`); then the greedy DAG extractions of the e-graph
     under ``cost`` and the other built-in cost models that do not measure
     (:data:`MEASURING`; with ``extractor="egglog"``, these follow the result). Greedy mode has
-    only the result. Fewer than
-    ``candidates`` come back when the e-graph holds fewer distinct graphs (or the ILP's time
-    runs out first); structurally equal graphs are one candidate. The input being a
+    only the result. Fewer than ``candidates`` come back when the e-graph holds fewer distinct
+    graphs (or the ILP's time runs out first); structurally equal graphs are one candidate. The input being a
     candidate, and a candidate is preferred to it only when it runs faster beyond the timing
     noise under ``schedules`` and again under an independently seeded draw of schedules
     (:func:`~gsl_eq.selection.confirm`; ``report.candidates`` has both times). This measuring
@@ -614,8 +613,6 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
         seen = [choice]
 
         def ilp_choices() -> Iterator[tuple[str, dict]]:
-            if extractor == "egglog":  # egglog's extraction knows no cost model: the greedy ones may build
-                return
             more = next_best
             if not more and extractor == "ilp":  # asked for after the run: searched for now
                 more = ilp_candidates(egraph, root_classes, 3, time_limit=min(ilp_time_limit, time_limit),

@@ -134,7 +134,8 @@ def solve_regions(
     """One extraction, region by region: ``search(sub, heads, until)`` answers each region's
     e-graph (its kept e-nodes ``nodes``, with the head of each region it reads as a leaf class)
     for its heads by time ``until``. Returns the chosen e-node index per class of ``egraph``,
-    the status ("optimal" if every region's is), the lower bound, the cycle cuts and the solvers that ran.
+    the status ("optimal" if every region's is), the lower bound, the cycle cuts and the solvers
+    that ran.
 
     Where every region's terms contain the heads it reads (its answer does not depend on what
     they cost: Inception's blocks, NasRNN's cells), the leaves cost nothing and the regions are
@@ -156,7 +157,8 @@ def solve_regions(
         return sub
 
     def solve(index: int, leaf_cost: Mapping[int, float], until: float) -> tuple:
-        """(the chosen (class position, e-node index) pairs, leaves left out; cost; status; bound; cuts)"""
+        """(the chosen (class position, e-node index) pairs, leaves left out; cost; status; bound; cuts;
+        solvers)"""
         sub = region(index, leaf_cost)
         answer, status, bound, cuts, ran = search(sub, heads[index], until)
         leaves = {graph.classes[head] for head in parts[index].below}
