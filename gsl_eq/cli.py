@@ -63,7 +63,7 @@ RULE_SETS = {
 DEMO_MODELS = {"bert_encoder": "12 BERT-style encoder layers", "inception_network": "an Inception-style CNN"}
 DEFAULTS = {"rules": "default", "cost": "roofline", "mode": "saturate", "extractor": "ilp", "node_limit": 50_000,
             "iter_limit": 30, "time_limit": 60.0, "n": 24, "seed": 0, "select": "cost", "candidates": 4,
-            "cycles": "keep"}
+            "cycles": "keep", "schedule_samples": 8}  # schedule_samples: ScheduleDatabase's default
 SPEEDUP = "speedup = before / after (>1 is faster)"
 
 
@@ -91,6 +91,17 @@ def rule_set_name(spec: str) -> str:
         raise argparse.ArgumentTypeError(f"unknown rule set {unknown[0]!r}; choose from {', '.join(groups)} "
                                          "or a sum of them such as tensat+default")
     return spec
+
+
+def positive_int(text: str) -> int:
+    """``text`` as an integer of at least 1 (argparse's check)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
 
 
 def load_rules(spec: str, names: Sequence[str] | None = None) -> list:
@@ -295,10 +306,15 @@ def run_optimize(console: Console, args: argparse.Namespace) -> int:
 
     wl = load_model(args.model)
     rules = greedy_runnable(console, args.rules) if args.mode == "greedy" else rule_set(args.rules)
+    schedules = None
+    if args.select == "measured" or args.cost == "tvm":
+        from .schedule_db import ScheduleDatabase
+
+        schedules = ScheduleDatabase(samples=args.schedule_samples)
     result = optimize_with_progress(
         console, wl, rules, args.mode, cost=args.cost, extractor=args.extractor,
         node_limit=args.node_limit, iter_limit=args.iter_limit, time_limit=args.time_limit, select=args.select,
-        candidates=args.candidates, multi_iterations=args.multi_iterations, cycles=args.cycles)
+        candidates=args.candidates, multi_iterations=args.multi_iterations, cycles=args.cycles, schedules=schedules)
     report = result.report
     stem = Path(args.model).stem
     table = results_table(report.cost_unit)
@@ -542,6 +558,10 @@ def build_parser() -> argparse.ArgumentParser:
                           f"timing noise (default: {d['select']})")
     opt.add_argument("--candidates", type=int, default=d["candidates"], metavar="N",
                      help=f"most candidates --select measured times, the input included (default: {d['candidates']})")
+    opt.add_argument("--schedule-samples", type=positive_int, default=d["schedule_samples"], metavar="N",
+                     help="design-space draws of each kernel, the fastest kept, when kernels are scheduled (--cost tvm, "
+                          "--select measured): fewer is quicker, more finds faster schedules "
+                          f"(default: {d['schedule_samples']})")
     opt.add_argument("-o", "--output", metavar="FILE", help="TVMScript file to write (default: <model>.optimized.py; "
                                                             "the parameters go next to it, in <output>.params.npz)")
     opt.add_argument("--report", metavar="FILE", help="JSON report to write (default: <model>.report.json)")

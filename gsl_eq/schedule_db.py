@@ -226,9 +226,12 @@ class ScheduleDatabase:
         postprocessors (the same seed gives the same list, so an index names one schedule)."""
         from tvm.s_tir import meta_schedule as ms
 
+        from .tuning import cpu_intrinsics
+
         space = ms.space_generator.PostOrderApply(sch_rules="llvm", postprocs="llvm", mutator_probs={})
-        context = ms.TuneContext(mod=kernel, target=self.target, space_generator=space, task_name="kernel",
-                                 rand_state=seed)
+        with cpu_intrinsics(self.target):
+            context = ms.TuneContext(mod=kernel, target=self.target, space_generator=space, task_name="kernel",
+                                     rand_state=seed)
         return [s for s in context.generate_design_space()
                 if all(p.apply(s) for p in context.space_generator.postprocs)]
 

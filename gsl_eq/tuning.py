@@ -8,9 +8,14 @@ than tuning a kernel for a few trials).
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import importlib.util
 import itertools
 import logging
+import sys
 import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -20,7 +25,31 @@ from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.meta_schedule.builder import BuilderResult, PyBuilder
 from tvm.s_tir.meta_schedule.runner import PyRunner, PyRunnerFuture, RunnerResult
 
-__all__ = ["random_args", "tune"]
+__all__ = ["cpu_intrinsics", "random_args", "tune"]
+
+_INTRINSICS = "tvm.s_tir.tensor_intrin"
+
+
+@contextlib.contextmanager
+def cpu_intrinsics(target: tvm.target.Target) -> Iterator[None]:
+    """MetaSchedule's ``TuneContext`` imports ``tvm.s_tir.tensor_intrin``, whose ``__init__`` parses
+    every CUDA tensor intrinsic (36 s on a 2-core EPYC, once per process: longer than the work it
+    precedes). An llvm target's schedule rules use the CPU intrinsics alone: while this is open, with
+    an llvm ``target`` and the package not imported yet, the package stands in ``sys.modules`` without
+    its ``__init__``, its CPU modules imported (x86, Arm, RISC-V: 2 s); it is taken out after, so a
+    later import (a GPU target's) runs in full."""
+    if target.kind.name != "llvm" or _INTRINSICS in sys.modules:
+        yield
+        return
+    package = importlib.util.module_from_spec(importlib.util.find_spec(_INTRINSICS))
+    sys.modules[_INTRINSICS] = package
+    try:
+        for name in ("x86", "arm_cpu", "riscv_cpu"):
+            importlib.import_module(f"{_INTRINSICS}.{name}")
+        yield
+    finally:
+        if sys.modules.get(_INTRINSICS) is package:
+            del sys.modules[_INTRINSICS]
 
 
 def random_args(args_info: list) -> list:
@@ -59,7 +88,7 @@ def tune(kernel: tvm.IRModule, target: tvm.target.Target, trials: int, seed: int
     strategy = ms.search_strategy.EvolutionarySearch(  # MetaSchedule evolves 512 per round; few trials need fewer
         population_size=min(512, 8 * trials), init_min_unmeasured=min(50, 4 * trials))
     space = ms.space_generator.PostOrderApply(sch_rules="llvm", postprocs="llvm", mutator_probs="llvm")
-    with tempfile.TemporaryDirectory() as work_dir:
+    with tempfile.TemporaryDirectory() as work_dir, cpu_intrinsics(target):
         database = ms.tir_integration.tune_tir(
             kernel, target, work_dir, max_trials_global=trials, num_trials_per_iter=min(trials, 16),
             builder=builder, runner=runner, database=ms.database.MemoryDatabase(),

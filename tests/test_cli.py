@@ -293,7 +293,7 @@ def test_optimize_with_measured_selection_prints_every_candidate(tmp_path, capsy
     monkeypatch.setenv("GSL_EQ_CACHE", str(tmp_path / "cache"))
     module, report = tmp_path / "out.py", tmp_path / "report.json"
     assert main(["optimize", "inception_block", "-o", str(module), "--report", str(report), "--select", "measured",
-                 "--candidates", "2", "--check"]) == 0
+                 "--candidates", "2", "--schedule-samples", "1", "--check"]) == 0
     data = json.loads(report.read_text())
     assert [c["label"] for c in data["candidates"]][0] == "input" and len(data["candidates"]) == 2
     out = capsys.readouterr().out
@@ -361,3 +361,6 @@ def test_measured_selection_of_one_candidate_is_refused(capsys):
 
     assert main(["optimize", "diamond_conv", "--select", "measured", "--candidates", "1"]) == 2
     assert "candidates=1 would time only the input" in " ".join(capsys.readouterr().out.split())
+    with pytest.raises(SystemExit):
+        main(["optimize", "diamond_conv", "--select", "measured", "--schedule-samples", "0"])
+    assert "--schedule-samples: expected a positive integer, got '0'" in capsys.readouterr().err

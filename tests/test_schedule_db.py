@@ -86,3 +86,21 @@ def test_a_cached_choice_is_read_without_drawing_again(tmp_path, monkeypatch):
     again = ScheduleDatabase(samples=2, cache_dir=tmp_path, number=2, repeat=1)
     monkeypatch.setattr(again, "_draw", lambda *args: pytest.fail("drew a cached kernel's design space"))
     assert again.choice(kernel) == first and again.measurements == 0
+
+
+def test_a_draw_for_this_cpu_imports_the_cpu_tensor_intrinsics_alone(tmp_path):
+    # the CUDA intrinsics' module takes 36 s to import; a fresh interpreter shows what a draw imported,
+    # and that the package is left for a later import to run in full
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from tests.test_schedule_db import module\n"
+            "from gsl_eq.schedule_db import ScheduleDatabase\n"
+            f"db = ScheduleDatabase(samples=1, cache_dir={str(tmp_path)!r})\n"
+            "assert db._draw(db.kernels(module())[0], 1)\n"
+            "print(sorted(m.rsplit('.', 1)[-1] for m in sys.modules if m.startswith('tvm.s_tir.tensor_intrin')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    imported = out.split("\n")[-2]
+    assert "'x86'" in imported and "'cuda'" not in imported
+    assert "'tensor_intrin'" not in imported  # the package itself is left for a later import
