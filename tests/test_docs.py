@@ -24,3 +24,21 @@ def test_the_documentation_builds_without_warnings(tmp_path):
     assert built.returncode == 0, built.stderr
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     assert "closing_cycles" in api and "Saturates an e-graph holding" in api  # docstrings reached the reference
+
+
+def test_the_cost_model_of_your_own_prices_both_modes_and_the_result_computes_the_same():
+    import numpy as np
+
+    from gsl_eq import optimize, rules
+    from gsl_eq.models import bert_encoder
+
+    doc = (ROOT / "docs" / "cost-models.md").read_text()
+    (block,) = re.findall(r"```python\n(.*?)```", doc.split("## A cost model of your own")[1].split("\n## ")[0], re.S)
+    wl = bert_encoder(layers=2, seq=16, dim=48, heads=3)  # merged projections put a split's tuple among the calls
+    scope: dict = {"wl": wl}
+    exec(compile(block, "docs/cost-models.md", "exec"), scope)
+    inputs = wl.random_inputs(0)
+    for result in (scope["result"], optimize(wl, rules.default(), mode="greedy", cost=scope["Launches"]())):
+        report = result.report
+        assert report.cost_model == "launches" and report.cost_after < report.cost_before
+        np.testing.assert_allclose(result.workload(**inputs), wl(**inputs), rtol=1e-4, atol=1e-5)
