@@ -15,13 +15,14 @@ Tuned schedules remain :class:`~gsl_eq.schedule_db.ScheduleDatabase`'s work.
 
 from __future__ import annotations
 
-from typing import Any
+import traceback
+from typing import Any, Callable, TypeVar
 
 import tvm
 from tvm import relax
 from tvm.relax.backend.cpu_generic import pipeline as cpu
 
-__all__ = ["build", "reductions_inside"]
+__all__ = ["build", "on_fresh_copies", "reductions_inside"]
 
 _SPATIAL, _REDUCE = 0, 2  # IterVar kinds: data parallel, reduction
 
@@ -67,3 +68,31 @@ def build(mod: tvm.IRModule, target: tvm.target.Target) -> relax.VMExecutable:
             return tvm.transform.Sequential(passes)(module)
 
     return relax.build(mod, target=target, relax_pipeline=pipeline)
+
+
+T = TypeVar("T")
+
+#: TVM 0.27's FuseOps groups a graph by maps keyed on object addresses, so two copies of one module
+#: can fuse differently, and some groupings of the parts of several splits are ill-formed: FuseTIR
+#: stops ("Check failed: buffer_idx == buffers.size()"). Seen on a NasRNN whose merged matmuls are
+#: split: one parsed copy in four failed, and a copy that fails always fails. A build that fails
+#: there is tried again on fresh copies, this many times.
+FUSION_RETRIES = 4
+
+
+def on_fresh_copies(build: Callable[[tvm.IRModule], T], mod: tvm.IRModule) -> T:
+    """``build(mod)``; where TVM's fusion passes fail, ``build`` of a fresh copy of ``mod`` (the same
+    module, new objects), up to :data:`FUSION_RETRIES` times. Any other failure is raised at once."""
+    for attempt in range(FUSION_RETRIES + 1):
+        try:
+            return build(mod)
+        except Exception as error:  # noqa: BLE001 - TVM raises several kinds; only fusion failures are retried
+            if attempt == FUSION_RETRIES or not _in_fusion(error):
+                raise
+            mod = tvm.ir.load_json(tvm.ir.save_json(mod))
+    raise AssertionError("unreachable")
+
+
+def _in_fusion(error: BaseException) -> bool:
+    """Whether TVM raised ``error`` inside FuseOps or FuseTIR (its C++ frames name the source file)."""
+    return any("relax/transform/fuse_" in frame.filename for frame in traceback.extract_tb(error.__traceback__))

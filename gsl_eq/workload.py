@@ -179,8 +179,9 @@ class Workload:
         (see :attr:`unfolded` and :func:`gsl_eq.rules.legalize`).
         """
         try:
-            executable = cpu_build.build(self._mod, tvm.target.Target(target)) if schedules is None \
-                else schedules.build(self._mod)
+            compile_ = (lambda mod: cpu_build.build(mod, tvm.target.Target(target))) if schedules is None \
+                else schedules.build
+            executable = cpu_build.on_fresh_copies(compile_, self._mod)
         except Exception as error:  # noqa: BLE001 - TVM raises several kinds; the cause is chained
             reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
             hint = f" ({'; '.join(map(str, self.unfolded))})" if self.unfolded else ""
