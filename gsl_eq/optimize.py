@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 import tvm
 
 from . import rules as library
-from .egraph import Iteration, Runner
+from .egraph import Iteration, Runner, StopReason
 from .egraph.cycles import closing_cycles
 from .extract import COST_MODELS, CostModel, Measured, OpCount, Roofline, get_cost_model, graph_cost
 from .extract.cost import display_unit, speedup
@@ -560,6 +560,11 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     report.iterations = [asdict(it) for it in run.iterations]
     t = time.perf_counter()
     report.time_limit, report.extraction_budget = time_limit, deadline - t
+    late = run.iterations[-1].late if run.iterations and run.stop_reason is StopReason.TIME_LIMIT else []
+    if late:
+        report.notes.append(f"saturation stopped after {run.total_time:.1f} s, {deadline - t:.1f} s of the time limit left: "
+                            f"searching {', '.join(late)} again is predicted to take longer than that (an egglog "
+                            "search cannot be stopped once begun), and no other rule had anything left to do")
     snap = runner.egraph.snapshot()
     report.enodes, report.eclasses = snap.num_enodes, len(snap.classes)
     report.extractor = extractor

@@ -253,3 +253,21 @@ def test_which_rules_a_result_uses_is_not_asked_past_the_time_limit(monkeypatch)
     assert any("not known" in note for note in result.report.notes)
     assert "not known (time limit)" in str(result.report)
     assert result.report.calls_after < result.report.calls_before
+
+
+def test_a_stop_for_a_search_predicted_past_the_deadline_says_which_and_when(monkeypatch):
+    # a merge's search predicted from its matches at a smaller e-graph can outgrow any time left;
+    # saturation then stops long before the deadline, and the notes say why
+    from gsl_eq.egraph.calls import EngineCalls
+    from gsl_eq.models import bert_encoder
+
+    growing = EngineCalls._growing
+    monkeypatch.setattr(EngineCalls, "_growing", lambda self, ruleset, size: 1e6 if ruleset.startswith("search_") and
+                        any(len(q.outputs) > 1 for q in self.queries[int(ruleset[7:])]) and int(ruleset[7:]) in
+                        self._last_matches else growing(self, ruleset, size))
+    result = optimize(bert_encoder(layers=2, seq=8, dim=32, heads=2), rules.default(), time_limit=60)
+    report = result.report
+    assert report.stop_reason == "time limit" and report.timings["saturate"] < 30
+    (note,) = [n for n in report.notes if n.startswith("saturation stopped after")]
+    searched = note.split("searching ")[1].split(" again is predicted to take longer than that")[0].split(", ")
+    assert "parallel_matmul_variadic" in searched and "of the time limit left" in note
