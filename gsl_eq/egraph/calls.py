@@ -6,7 +6,9 @@ consuming worklist rows is predicted from the slowest rate per row seen so far, 
 from the time its rulesets took last, scaled by how much the e-graph grew since (an
 associativity search that took 0.03 s on 4.5k e-nodes took 0.5 s on 88k; a multi-output
 source's matches, by the cube of that growth). A rule whose search alone is predicted past the deadline
-is left out of the iteration's search (:meth:`EngineCalls._affordable`). Its matches are
+is left out of the iteration's search (:meth:`EngineCalls._affordable`), unless that prediction
+comes from matches on a far smaller e-graph and the search, tried on a forked copy, ends within a
+share of the time left (:meth:`EngineCalls._probed_in_time`). Its matches are
 counted per GSL rule from egglog's names for the rules it compiles (:mod:`.compile`).
 """
 
@@ -15,6 +17,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from typing import Iterable
+
+from ..bounded import run_bounded
 
 
 @dataclass
@@ -42,6 +46,14 @@ SECONDS_PER_MATCH = 4e-6
 #: What a call consuming worklist rows spends per row until its own rate is measured: dropping the rows
 #: of rejected keys took 24 s for 21 million (a variadic source's matches on MobileNet-V2).
 SECONDS_PER_ROW = 1e-6
+
+
+#: A search predicted from matches found on an e-graph this many times smaller is tried on a forked copy
+#: before it is left out: the cube of a large growth is a bound far above most searches (a variadic
+#: matmul merge, 3,528 matches on a NasRNN's 259 e-nodes, predicted at 5,400 s on 18,900, took 0.03 s).
+STALE_GROWTH = 4.0
+#: The share of the time left such a trial may take; past it the child is stopped and the search left out.
+PROBE_SHARE = 0.25
 
 
 class OutOfTime(Exception):
@@ -109,8 +121,33 @@ class EngineCalls:
         """``rules`` split into those whose search is predicted to end before the deadline, and the others
         (left out of this iteration's search: one egglog call cannot be stopped)."""
         left, size = self.deadline - time.perf_counter(), self._size()
-        late = [k for k in rules if self._predicted([f"search_{k}"], size) > left]
+        late = [k for k in rules if self._predicted([f"search_{k}"], size) > left and not self._probed_in_time(k, size)]
         return [k for k in rules if k not in late], late
+
+    def _probed_in_time(self, k: int, size: int) -> bool:
+        """Whether rule ``k``'s search, predicted from matches on an e-graph at least :data:`STALE_GROWTH`
+        times smaller (and not tried since it grew so), ran on a forked copy of the e-graph within
+        :data:`PROBE_SHARE` of the time left, with room left for running it here; its time and
+        matches there are then its record."""
+        matches = self._last_matches.get(k)
+        if matches is None or size < STALE_GROWTH * max(matches[1], self._probed.get(k, 0), 1):
+            return False
+        self._probed[k] = size
+        ruleset = f"search_{k}"
+        budget = PROBE_SHARE * (self.deadline - time.perf_counter())
+        found = run_bounded(lambda: self._search_alone(ruleset), budget)
+        if found is None:
+            return False
+        took, matches_found = found
+        self._last_time[ruleset] = (took, size)
+        self._last_matches[k] = (matches_found, size)
+        return time.perf_counter() + self._predicted([ruleset], size) <= self.deadline
+
+    def _search_alone(self, ruleset: str) -> tuple[float, int]:
+        """Seconds and matches of one run of ``ruleset`` (in a forked copy: what it adds is thrown away)."""
+        start = time.perf_counter()
+        (out,) = self.egraph.run(f"(run {ruleset} 1)")
+        return time.perf_counter() - start, sum(out.report.num_matches_per_rule.values())
 
     def _in_buckets(self, buckets: Iterable[int], counts: Counts, rulesets: list[str], rows: int = 0) -> dict[str, int]:
         """Run ``rulesets`` (rules reading ``Open``) with ``buckets`` open, one egglog call; returns

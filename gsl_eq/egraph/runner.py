@@ -116,6 +116,7 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         self._seconds_per_row: dict[str, float] = {}
         self._last_time: dict[str, tuple[float, int]] = {}
         self._last_matches: dict[int, tuple[int, int]] = {}
+        self._probed: dict[int, int] = {}  # per rule index: the e-nodes when its search was last probed
         self.on_iteration = on_iteration
         self.report = Report(compile_time=time.perf_counter() - loaded, load_time=loaded - start, uncompiled=uncompiled)
 

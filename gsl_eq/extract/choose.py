@@ -20,7 +20,7 @@ from egglog import bindings as egg
 from ..egraph import EGraph, Runner, Snapshot
 from ..egraph.egraph import SPAN, int_call, int_literal
 from ..graph import Graph, Kind, Node
-from .bounded import run_bounded
+from ..bounded import run_bounded
 from ..buildable import Call, unbuildable
 from .cost import CostModel
 from .extractors import ENodeCost, ExtractGraph, ExtractionError
@@ -185,7 +185,7 @@ def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int],
 
     Only those e-classes are asked about. egglog cannot be stopped inside its query (it took
     minutes on some 50k-e-node e-graphs of TASO's rules), so with a ``deadline`` the query runs
-    in a forked process (:func:`~.bounded.run_bounded`; on at most 1,000 e-nodes, here) and None
+    in a forked process (:func:`~gsl_eq.bounded.run_bounded`; on at most 1,000 e-nodes, here) and None
     comes back if it is not done by then.
     """
     loaded, origin = runner.egraph.loaded, snap.provenance

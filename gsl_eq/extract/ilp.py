@@ -37,7 +37,7 @@ its own, and the program above sees it as a leaf of that cost; the answer is the
 HiGHS starts from the warm start (the greedy DAG choice by default) and its cost bounds
 the objective, so the answer is never worse. HiGHS may overrun its own time limit
 (presolve, the first relaxation), so everything runs in a child process that is stopped
-at the limit (:func:`~gsl_eq.extract.bounded.run_bounded`), but on e-graphs of at most
+at the limit (:func:`~gsl_eq.bounded.run_bounded`), but on e-graphs of at most
 1,000 e-nodes, whose programs are built and solved within milliseconds of the limit.
 """
 
@@ -56,7 +56,7 @@ import highspy
 import numpy as np
 from scipy import sparse
 
-from .bounded import run_bounded
+from ..bounded import run_bounded
 from .cpsat import CpSatProgram, cyclic_parts
 from .extractors import (
     Extraction, ExtractGraph, Indexed, _bottom_up, _extraction, _tree_values, _walk, dag_cost, greedy_dag_extract,

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from .bounded import run_parallel
+from ..bounded import run_parallel
 from .extractors import ENodeCost, ExtractGraph, ExtractionError, Indexed, dag_cost, tree_extract
 
 __all__ = ["Region", "always_read", "solve_regions", "split"]

@@ -7,7 +7,7 @@ import pytest
 
 from gsl_eq import optimize, rules
 from gsl_eq.egraph import Runner, StopReason
-from gsl_eq.egraph.calls import SECONDS_PER_MATCH
+from gsl_eq.egraph.calls import SECONDS_PER_MATCH, EngineCalls
 from gsl_eq.models import ac_sum, polynomial
 from tests.conftest import assert_same_outputs
 
@@ -124,17 +124,32 @@ def test_a_multi_output_search_is_predicted_from_its_matches_growing_as_the_cube
     assert runner._predicted(["search_1"], size) == pytest.approx(0.01 * 10)  # few matches: by its time
 
 
-def test_a_search_predicted_past_the_deadline_is_left_out_and_the_run_stops_at_the_time_limit():
+def test_a_search_predicted_past_the_deadline_is_left_out_and_the_run_stops_at_the_time_limit(monkeypatch):
     """TASO's matmul merge searched again when its ban lifted found 4,000 matches on 1,500 e-nodes
     and 28 million on 48,000, one egglog call of 57 s under a 12 s limit: the runner now leaves such
-    a search out, and stops when nothing else is left to do."""
+    a search out, and stops when nothing else is left to do. Predicted from matches on a far smaller
+    e-graph, the search is first tried on a forked copy, stopped at its share of the time left (here
+    it sleeps as such a search would run on)."""
+    monkeypatch.setattr(EngineCalls, "_search_alone", lambda self, ruleset: time.sleep(60))
     runner = Runner(ac_sum(4).graph, [rules.parallel_matmul()], time_limit=5)
     runner._last_matches[0] = (10**6, 1)  # a million matches on a 1-node e-graph
     start = time.perf_counter()
     report = runner.run()
-    assert time.perf_counter() - start < 2
+    assert time.perf_counter() - start < 0.25 * 5 + 1  # the trial's share of the time, and little more
     assert report.stop_reason is StopReason.TIME_LIMIT
     assert report.iterations[0].late == ["parallel_matmul"] and report.iterations[0].matches == {}
+
+
+def test_a_search_predicted_from_a_far_smaller_egraph_is_tried_and_run_when_it_is_quick():
+    """A variadic matmul merge's 3,528 matches on a NasRNN's 259 e-nodes predicted its search at
+    5,400 s on 18,900, where it took 0.03 s: such a prediction is a bound, and the search, tried on a
+    forked copy within its share of the time, runs here when the trial says it fits."""
+    runner = Runner(ac_sum(4).graph, [rules.parallel_matmul()], time_limit=30)
+    runner._last_matches[0] = (10**6, 1)  # as before: a million matches on a 1-node e-graph
+    report = runner.run()
+    assert report.iterations[0].late == [] and "parallel_matmul" in report.iterations[0].matches
+    assert report.stop_reason is StopReason.SATURATED
+    assert runner._last_matches[0][0] < 10**6 and runner._probed == {0: len(ac_sum(4).graph)}
 
 
 def test_dropping_the_rows_of_rejected_keys_is_predicted_by_the_rows_before_any_rate_is_measured():
