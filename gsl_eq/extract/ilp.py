@@ -105,9 +105,10 @@ DOMINANCE_CLASS_LIMIT = 64
 
 SOLVERS = ("auto", "highs", "cp-sat")
 
-#: The share of a program's time HiGHS has, with ``solver="auto"``, to begin its search (past its
-#: presolve and root) or prove its optimum; if it has done neither, CP-SAT takes over from its best.
-#: (A search begun goes on: HiGHS keeps its best between runs, not its tree.) HiGHS is the faster on
+#: The share of a program's time HiGHS has, with ``solver="auto"``, to presolve it; if it has not,
+#: CP-SAT solves the program instead. (Only presolve is looked at: a search stopped to look at it would
+#: start over, as HiGHS keeps its best between runs, not its tree; a 16-term sum's program took 45 s
+#: so, against 21 alone, and its presolve 4.) HiGHS is the faster on
 #: most programs of TENSAT's graphs (NasNet-A's every-iteration e-graph: 12 s, CP-SAT not done in
 #: 60), but its presolve can outlast any limit: probing the 29,000 binaries of a ViT encoder's
 #: e-graph under tensat+default would take 415 s by its own estimate; CP-SAT proves it optimal in
@@ -132,8 +133,7 @@ def ilp_extract(
     ``solver``: ``"highs"`` (this module's program, cycles cut lazily), ``"cp-sat"``
     (:mod:`.cpsat`: acyclicity in the model) or ``"auto"``: CP-SAT where the kept e-nodes
     put e-classes on a cycle, HiGHS otherwise, fusion rows (:mod:`.fusion`) or not, and CP-SAT
-    from HiGHS's best for the rest of the time of a program HiGHS has not begun to search (its
-    presolve still at work) within :data:`HIGHS_SHARE` of it. The result's ``solver`` says which
+    for a program HiGHS cannot presolve within :data:`HIGHS_SHARE` of its time. The result's ``solver`` says which
     ran (``"highs, cp-sat"``: both, in turn). (On the 14 gpu e-graphs of TENSAT's graphs under its
     rules, side by side with the same 60 s (BENCHMARKS.md, extraction-gpu), HiGHS found the same
     cost as CP-SAT on 13, a lower one on the 14th, and proved all 14 optimal; CP-SAT proved 12.)
@@ -393,6 +393,13 @@ class _Program:
         solution.value_valid = True
         self.highs.setSolution(solution)
 
+    def presolves_by(self, deadline: float) -> bool:
+        """Whether HiGHS's presolve of the program ends before ``deadline`` (it stops there
+        otherwise; probing a transformer's 29,000 binaries was put at 415 s)."""
+        self.highs.setOptionValue("time_limit", max(deadline - time.perf_counter(), 0.0))
+        self.highs.presolve()
+        return time.perf_counter() < deadline
+
     def solve(self, deadline: float) -> tuple[dict[int, int] | None, bool, float | None]:
         """(the chosen e-node per used class position, or None; optimality proved; lower bound, unscaled)."""
         self.highs.setOptionValue("time_limit", max(deadline - time.perf_counter(), 0.0))
@@ -575,9 +582,9 @@ def _search(
 ) -> list[Outcome]:
     """:func:`_solve`'s loop on one program over the kept e-nodes ``nodes``, from ``start``
     (class position -> e-node number, a feasible choice), with parts rows if ``parts``. With
-    ``handover``, a single HiGHS search that has neither proved its optimum nor begun to search
-    (no lower bound yet) within :data:`HIGHS_SHARE` of the time goes on as CP-SAT's, from
-    HiGHS's best."""
+    ``handover``, a single search whose program HiGHS cannot presolve within :data:`HIGHS_SHARE`
+    of the time is CP-SAT's; else HiGHS solves it with all the time (presolving again: a search
+    interrupted to look at it would start over, and lose its tree)."""
     root_positions = graph.root_positions(roots)
     with without_gc():
         warm = graph.choice(start)
@@ -585,25 +592,18 @@ def _search(
         program = (CpSatProgram if solver == "cp-sat" else _Program)(graph, nodes, root_positions, bound, parts)
     ran = solver
     now = time.perf_counter()
-    until = now + HIGHS_SHARE * (deadline - now) if handover and k == 1 and solver == "highs" else deadline
+    if handover and k == 1 and solver == "highs" and not program.presolves_by(now + HIGHS_SHARE * (deadline - now)):
+        with without_gc():  # HiGHS's presolve would take more than its share: CP-SAT's turn
+            program = CpSatProgram(graph, nodes, root_positions, bound, parts)
+        ran = "highs, cp-sat"
     outcomes: list[Outcome] = []
     lower_bound = None  # every round's bound holds in the later ones: they only add cuts, and answer no cheaper
     while True:
         if not outcomes:  # the warm start violates the no-good cuts
             program.start_from(start)
-        choice, optimal, bound = program.solve(until)
+        choice, optimal, bound = program.solve(deadline)
         if bound is not None:
             lower_bound = bound if lower_bound is None else max(lower_bound, bound)
-        if until < deadline and not optimal and not program.infeasible() and time.perf_counter() < deadline:
-            if choice is not None and not _cycles(graph, root_positions, choice):
-                start = choice
-            until = deadline
-            if bound is None:  # HiGHS has not begun to search (its presolve or root still at work): CP-SAT's turn
-                with without_gc():
-                    program = CpSatProgram(graph, nodes, root_positions, dag_cost(egraph, roots, graph.choice(start)),
-                                           parts)
-                ran = "highs, cp-sat"
-            continue  # else HiGHS searches on, from its best, for the rest of the time
         if choice is None and not outcomes and program.infeasible() and isinstance(program, _Program):
             # nothing the program holds costs as little as the start, its objective bound: the start,
             # a graph outside the program (it computes a part of a used split twice, see .parts), is
