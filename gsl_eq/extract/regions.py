@@ -39,6 +39,8 @@ from .extractors import ENodeCost, ExtractGraph, ExtractionError, Indexed, dag_c
 __all__ = ["Region", "always_read", "solve_regions", "split"]
 
 _TOP = -1  # the virtual top class the roots hang from
+MIN_REGION_SECONDS = 1.0
+"""The least time a region is given (the deadline permitting), however small it is."""
 
 
 @dataclass
@@ -140,7 +142,7 @@ def solve_regions(
     Where every region's terms contain the heads it reads (its answer does not depend on what
     they cost: Inception's blocks, NasRNN's cells), the leaves cost nothing and the regions are
     solved at once, one per core, largest first, each within its share of the time by the size
-    of its program; the lower bound is the regions' sum. Otherwise they are solved in order,
+    of its program (at least :data:`MIN_REGION_SECONDS`); the lower bound is the regions' sum. Otherwise they are solved in order,
     each leaf costing its region's answer, each region within its share of the time left, and a
     region's lower bound is its own less what the regions it reads may have overpaid."""
     kept = defaultdict(list)
@@ -176,7 +178,7 @@ def solve_regions(
         def task(rank: int) -> tuple:
             index = largest_first[rank]
             share = (deadline - began) * min(workers, len(parts)) * size[index] / total
-            return solve(index, free, min(deadline, time.perf_counter() + share))
+            return solve(index, free, _until(deadline, share))
 
         answers = [answer for _, answer in run_parallel(task, len(parts), workers)]
         known = all(answer[3] is not None for answer in answers)
@@ -186,8 +188,7 @@ def solve_regions(
         bounds: dict[int, float | None] = {}
         answers, left = [], sum(size)
         for index, part in enumerate(parts):
-            now = time.perf_counter()
-            answer = solve(index, paid, now + (deadline - now) * size[index] / left)
+            answer = solve(index, paid, _until(deadline, (deadline - time.perf_counter()) * size[index] / left))
             left -= size[index]
             answers.append(answer)
             key = -1 if part.head is None else part.head
@@ -200,6 +201,13 @@ def solve_regions(
     status = "optimal" if all(answer[2] == "optimal" for answer in answers) else "time limit"
     ran = ", ".join(dict.fromkeys(name for answer in answers for name in answer[5].split(", ")))
     return chosen, status, lower, sum(answer[4] for answer in answers), ran
+
+
+def _until(deadline: float, share: float) -> float:
+    """When a region given ``share`` seconds from now stops: a share by size gives a region of a
+    few e-nodes beside one of thousands milliseconds, less than a solver takes to start, so no
+    region gets less than :data:`MIN_REGION_SECONDS`, and none runs past the deadline."""
+    return min(deadline, time.perf_counter() + max(share, MIN_REGION_SECONDS))
 
 
 def always_read(egraph: ExtractGraph, roots: Sequence[Hashable], leaves: Sequence[Hashable]) -> bool:

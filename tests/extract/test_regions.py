@@ -4,14 +4,15 @@ answer is the one the whole program gives, on chains of blocks like TENSAT's e-g
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 
 from gsl_eq.extract import ENodeCost as N, Extraction, dag_cost, ilp_extract
 from gsl_eq.extract import ilp
-from gsl_eq.extract.extractors import Indexed
+from gsl_eq.extract.extractors import Indexed, greedy_dag_extract
 from gsl_eq.extract.ilp import _kept_nodes
-from gsl_eq.extract.regions import split
+from gsl_eq.extract.regions import MIN_REGION_SECONDS, solve_regions, split
 
 from .test_extractors import brute_force, check
 
@@ -137,6 +138,31 @@ def test_regions_share_the_time_limit(monkeypatch):
     choice = {classes[position]: index for position, index in chosen}
     assert status == "time limit"
     check(egraph, roots, Extraction(choice, dag_cost(egraph, roots, choice), "ilp", 0.0))
+
+
+@pytest.mark.parametrize("bypass", [False, True], ids=["at once", "in order"])
+def test_no_region_is_given_less_than_a_solver_needs(bypass):
+    """A share of the time by size gives each of 32 like regions (and 30 constants) a tenth of a
+    3 s limit; a solver that needs most of a second (as HiGHS's start does on a loaded machine)
+    would time out on each. Each region gets MIN_REGION_SECONDS, but none runs past the deadline."""
+    egraph, roots = block_chain(30, 3, bypass=bypass)
+    graph = Indexed(egraph)
+    positions = graph.root_positions(roots)
+    nodes = _kept_nodes(graph, positions)
+    parts = split(graph, nodes, positions, 1)
+    assert len(parts) >= 32
+    deadline = time.perf_counter() + 3.0
+
+    def search(sub, heads, until):
+        given = until - time.perf_counter()
+        assert until <= deadline
+        choice = greedy_dag_extract(sub, heads).choice
+        return list(choice.items()), "optimal" if given > 0.9 * MIN_REGION_SECONDS else "time limit", 0.0, 0, "fake"
+
+    _, status, *_ = solve_regions(egraph, graph, nodes, parts, roots, deadline, search)
+    assert status == "optimal"
+    _, status, *_ = solve_regions(egraph, graph, nodes, parts, roots, time.perf_counter() + 0.5, search)
+    assert status == "time limit"
 
 
 def test_tensats_nasrnn_by_regions_builds_the_whole_programs_graph(monkeypatch):
