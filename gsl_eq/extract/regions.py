@@ -142,9 +142,10 @@ def solve_regions(
     Where every region's terms contain the heads it reads (its answer does not depend on what
     they cost: Inception's blocks, NasRNN's cells), the leaves cost nothing and the regions are
     solved at once, one per core, largest first, each within its share of the time by the size
-    of its program (at least :data:`MIN_REGION_SECONDS`); the lower bound is the regions' sum. Otherwise they are solved in order,
+    of its program; the lower bound is the regions' sum. Otherwise they are solved in order,
     each leaf costing its region's answer, each region within its share of the time left, and a
-    region's lower bound is its own less what the regions it reads may have overpaid."""
+    region's lower bound is its own less what the regions it reads may have overpaid. No region
+    gets less than :data:`MIN_REGION_SECONDS` but where the deadline is nearer."""
     kept = defaultdict(list)
     for node in nodes:
         kept[graph.node_class[node]].append(node)
