@@ -1,6 +1,6 @@
 """The exact extractor's solvers side by side: HiGHS alone, CP-SAT alone, and ``solver="auto"``
-(HiGHS, then CP-SAT from HiGHS's best for the rest of the time where HiGHS has not begun to
-search, its presolve still at work, after ``gsl_eq.extract.ilp.HIGHS_SHARE`` of it), each given
+(HiGHS, but CP-SAT where HiGHS cannot presolve the program within ``gsl_eq.extract.ilp.HIGHS_SHARE``
+of the time), each given
 the same time on the same e-graph.
 
 E-graphs: TENSAT's seven graphs under ``rules.tensat()`` with TENSAT's settings (multi-pattern
@@ -94,8 +94,8 @@ def run(ilp_time: float) -> str:
     head = (f"`python benchmarks/solvers.py --ilp-time {ilp_time:g}` on {machine()}. Each solver given "
             f"{ilp_time:g} s on the same e-graph, warm-started from the greedy DAG choice: HiGHS alone (the program "
             "with lazy cycle cuts), CP-SAT alone, and auto (CP-SAT where the e-graph has cycles; otherwise HiGHS, "
-            "then CP-SAT from HiGHS's best for the rest of the time where HiGHS has neither proved its optimum nor "
-            "begun to search, its presolve still at work, after HIGHS_SHARE (40 %) of it; solved region by region "
+            "but CP-SAT, from the greedy choice, where HiGHS cannot presolve the program within HIGHS_SHARE (40 %) "
+            "of the time; solved region by region "
             "where the e-graph has regions, each region so). Seconds, "
             "status (optimal: proved), cost over the least of the three; auto's solvers: those that ran in any of "
             "its programs. E-graphs: TENSAT's graphs as benchmarks/extraction.py's tensat-gpu case builds them, "
