@@ -28,6 +28,9 @@ class StopReason(str, Enum):
     NODE_LIMIT = "node limit"
     ITERATION_LIMIT = "iteration limit"
     TIME_LIMIT = "time limit"
+    #: Greedy mode's rules came back to a graph they had made before (a rule and its inverse, a
+    #: commutation): going on would only repeat themselves.
+    CYCLE = "cycle"
 
 
 class LimitError(GslEqError, ValueError):

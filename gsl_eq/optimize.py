@@ -375,7 +375,10 @@ def optimize(
         report.rules_used, report.rejected = result.used, result.rejected
         report.stop_reason = result.stop_reason.value
         greedy_origins = result.origins
-        if not result.converged:
+        if result.stop_reason is StopReason.CYCLE:
+            report.notes.append(f"greedy rewriting stopped after {result.rounds} rounds ({result.passes} passes): "
+                                "its rules came back to a graph they had made before (rules that undo one another)")
+        elif not result.converged:
             report.notes.append(f"greedy rewriting stopped at the {result.stop_reason.value} after "
                                 f"{result.rounds} rounds ({result.passes} passes)")
         others: Iterator[Alternative] = iter(())

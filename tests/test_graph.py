@@ -135,3 +135,17 @@ def test_replace_refuses_a_cycle():
     b = Node.call("relax.exp", [a])
     with pytest.raises(ValueError, match="depend on itself"):
         Graph([x], [b]).replace({a: Node.call("relax.negative", [b])})
+
+
+def test_structural_key_is_what_the_graph_computes_not_its_nodes():
+    from gsl_eq.graph.diff import structural_key
+
+    def build(swapped: bool = False, name: str = "x") -> Graph:
+        x, y = Node.var(name, T), Node.var("y", T)
+        s = add(y, x) if swapped else add(x, y)
+        return Graph([x, y], [relu(s)])
+
+    assert structural_key(build()) == structural_key(build())  # built apart, alike
+    assert structural_key(build()) != structural_key(build(swapped=True))
+    assert structural_key(build()) != structural_key(build(name="z"))
+    assert structural_key(seed000_graph()[0]) == structural_key(seed000_graph()[0])

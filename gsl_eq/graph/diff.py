@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Hashable
+from typing import Hashable, Mapping
 
 from .graph import Graph, Kind, Node
 
-__all__ = ["GraphDiff", "compare", "label"]
+__all__ = ["GraphDiff", "compare", "label", "structural_key"]
 
 #: The most rounds of forward and backward pairing; each round pairs along a whole graph.
 ROUNDS = 8
@@ -70,6 +70,22 @@ def label(node: Node) -> Hashable:
     return (node.kind.value, node.op, _frozen(node.attrs), node.type)
 
 
+def structural_key(graph: Graph) -> int:
+    """A hash of what ``graph`` computes, node by node (:func:`label`, inputs by their keys), from
+    its parameters to its outputs: graphs built apart but alike have one key; nodes' identities
+    do not count."""
+    key = _node_keys(graph, {node: label(node) for node in graph.rpo()})
+    return hash((tuple(label(v) for v in graph.inputs), tuple(key[o] for o in graph.outputs), graph.returns_tuple))
+
+
+def _node_keys(graph: Graph, labels: Mapping[Node, Hashable]) -> dict[Node, int]:
+    """Each node's hash of its label and its inputs' hashes, bottom-up."""
+    key: dict[Node, int] = {}
+    for node in graph.rpo():
+        key[node] = hash((labels[node], tuple(key[i] for i in node.inputs)))
+    return key
+
+
 def compare(before: Graph, after: Graph) -> GraphDiff:
     """Pair the nodes of ``after`` with those of ``before`` (see the module's docstring); neither
     graph is changed."""
@@ -111,13 +127,7 @@ def _pair(a: Node, b: Node, pairs: dict[Node, Node], taken: dict[Node, Node]) ->
 
 def _pair_identical(before: Graph, after: Graph, labels: dict, pairs: dict, taken: dict) -> None:
     """Pair nodes computing the same thing from the same inputs (a bottom-up structural hash)."""
-    def keys(graph: Graph) -> dict[Node, int]:
-        key: dict[Node, int] = {}
-        for n in graph.rpo():
-            key[n] = hash((labels[n], tuple(key[i] for i in n.inputs)))
-        return key
-
-    old, new = keys(before), keys(after)
+    old, new = _node_keys(before, labels), _node_keys(after, labels)
     by_key: dict[int, list[Node]] = {}
     for n in before.rpo():
         by_key.setdefault(old[n], []).append(n)

@@ -30,6 +30,7 @@ from ..frontend.errors import EvaluationError
 from ..frontend.evaluation import Env, Memo, evaluate, node_of
 from ..frontend.pat import Call, Cond, Const, GetItem, Instance, Match as MatchPattern, Pattern, Tuple, Variadic
 from ..graph import Graph, Kind, Node
+from ..graph.diff import structural_key
 from ..graph.ops import freeze
 from ..limits import DEFAULT_NODE_LIMIT, StopReason, check_count, check_seconds
 from ..workload import Workload
@@ -356,12 +357,15 @@ def rewrite_graph(
 ) -> tuple[Graph, int, int, StopReason]:
     """Apply ``rule`` pass after pass until no match is left, or a limit: ``max_passes``
     passes (iteration limit), a graph of ``node_limit`` nodes, ``deadline`` (a
-    ``time.perf_counter()`` value). A ``ledger`` follows the rewrites (:class:`Ledger`).
+    ``time.perf_counter()`` value), or a pass giving back a graph an earlier one gave (the
+    rule's ``cycle``: x + y -> y + x undoes itself every second pass). A ``ledger`` follows the
+    rewrites (:class:`Ledger`).
 
     Returns the graph, how many times the rule fired, the passes run, and why it
     stopped (``saturated``: nothing matched any more).
     """
     total = 0
+    seen = {structural_key(graph)}
     for passes in range(max_passes):
         if deadline is not None and time.perf_counter() > deadline:
             return graph, total, passes, StopReason.TIME_LIMIT
@@ -372,6 +376,10 @@ def rewrite_graph(
             return graph, total, passes + 1, stopped
         if not count:
             return graph, total, passes + 1, StopReason.SATURATED
+        key = structural_key(graph)
+        if key in seen:
+            return graph, total, passes + 1, StopReason.CYCLE
+        seen.add(key)
     return graph, total, max_passes, StopReason.ITERATION_LIMIT
 
 
@@ -440,8 +448,10 @@ def greedy(
     ``time_limit`` seconds, nor is a fold: the graph of a rule that fired past it is returned
     with its parameter computations unfolded (:meth:`~gsl_eq.workload.Workload.fold_params`
     folds them: ``optimize`` does, as its final build, for a result it returns).
-    ``stop_reason`` says which limit stopped it, or ``saturated`` when no rule
-    matched any more::
+    ``stop_reason`` says which limit stopped it, ``saturated`` when no rule
+    matched any more, or ``cycle`` when a round ended on a graph the input or an earlier
+    round was (rules that undo one another; a rule's passes that come back to a graph an
+    earlier pass gave end its turn, not the round)::
 
         result = greedy(wl, [expanding_rule], node_limit=10_000, time_limit=5)
         result.stop_reason   # StopReason.NODE_LIMIT
@@ -454,6 +464,7 @@ def greedy(
     result = GreedyResult(wl, {rule.name: 0 for rule in rules})
     ledger = Ledger()
     reason = None
+    seen = {structural_key(wl.graph)}  # the graph at the end of each round
     while reason is None:
         if result.rounds == max_rounds:
             reason = StopReason.ITERATION_LIMIT
@@ -475,6 +486,10 @@ def greedy(
                 break
         if reason is None and not changed:
             reason = StopReason.SATURATED
+        elif reason is None:
+            key = structural_key(result.workload.graph)
+            reason = StopReason.CYCLE if key in seen else None
+            seen.add(key)
     result.stop_reason = reason
     used = ledger.used()
     result.used = [rule.name for rule in rules if rule.name in used]

@@ -92,10 +92,39 @@ def sum_chain(n: int = 20) -> Workload:
     return Workload(bb.get())
 
 
+def sinking() -> Subst:
+    """relu(transpose(x)) -> transpose(relu(x)): sound; a relu moves one transpose down a pass."""
+    x = pat.Wildcard()
+    turned = op.Transpose(x)
+    return Subst(op.ReLU(turned), op.Transpose(op.ReLU(x), **pat.same_attr(turned, ["axes"])), name="sinking")
+
+
+def floating() -> Subst:
+    """transpose(relu(x)) -> relu(transpose(x)): :func:`sinking` undone."""
+    x = pat.Wildcard()
+    turned = op.Transpose(op.ReLU(x))
+    return Subst(turned, op.ReLU(op.Transpose(x, **pat.same_attr(turned, ["axes"]))), name="floating")
+
+
+def transpose_chain(n: int) -> Workload:
+    """n transposes of a (2, 8) tensor, then a relu: :func:`sinking` takes n passes to saturate."""
+    x = var("x", 2, 8)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            h = x
+            for _ in range(n):
+                h = bb.emit(relax.op.permute_dims(h, [1, 0]))
+            out = bb.emit_output(relax.op.nn.relu(h))
+        bb.emit_func_output(out)
+    return Workload(bb.get())
+
+
 @pytest.mark.parametrize("rule, build, limits, reason", [
     (doubling, relu_chain, dict(node_limit=2_000, iter_limit=30, time_limit=60), "node limit"),
-    (commuting, sum_chain, dict(node_limit=10**9, iter_limit=2, time_limit=60), "iteration limit"),
-    (commuting, sum_chain, dict(node_limit=10**9, iter_limit=10**6, time_limit=1.0), "time limit"),
+    (sinking, lambda: transpose_chain(300), dict(node_limit=10**9, iter_limit=2, time_limit=60), "iteration limit"),
+    (sinking, lambda: transpose_chain(1_000), dict(node_limit=10**9, iter_limit=10**6, time_limit=1.0),
+     "time limit"),
 ])
 def test_optimize_in_greedy_mode_stops_at_each_limit(rule, build, limits, reason):
     wl = build()
@@ -106,6 +135,29 @@ def test_optimize_in_greedy_mode_stops_at_each_limit(rule, build, limits, reason
     assert result.report.stop_reason == reason
     assert any(reason in note for note in result.report.notes)
     assert wl.mod.script() == before
+
+
+def test_a_rule_that_undoes_itself_ends_its_turn():
+    """x + y -> y + x gives back the input every second pass: greedy stops there, in one round,
+    instead of running the rule to its pass and round limits."""
+    wl = sum_chain()
+    result = greedy(wl, [commuting()], max_rounds=100, max_passes=1_000)
+    assert result.stop_reason is StopReason.CYCLE and not result.converged
+    assert (result.rounds, result.passes, result.fired["commuting"]) == (1, 2, 38)
+    assert_same_outputs(wl, result.workload)
+
+
+def test_rules_that_undo_one_another_stop_at_a_round_seen_before():
+    """sinking then floating: each saturates in its turn, the second undoing the first, so the
+    round ends on the input."""
+    wl = transpose_chain(3)
+    result = greedy(wl, [sinking(), floating()], max_rounds=100)
+    assert result.stop_reason is StopReason.CYCLE
+    assert result.rounds == 1 and result.fired == {"sinking": 3, "floating": 3}
+    assert_same_outputs(wl, result.workload)
+    report = optimize(wl, [sinking(), floating()], mode="greedy").report
+    assert report.stop_reason == "cycle"
+    assert any("came back to a graph" in note for note in report.notes)
 
 
 @pytest.mark.parametrize("kwargs, message", [
