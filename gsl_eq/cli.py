@@ -65,6 +65,7 @@ DEFAULTS = {"rules": "default", "cost": "roofline", "mode": "saturate", "extract
             "iter_limit": 30, "time_limit": 60.0, "n": 24, "seed": 0, "select": "cost", "candidates": 4,
             "cycles": "keep", "schedule_samples": 8}  # schedule_samples: ScheduleDatabase's default
 SPEEDUP = "speedup = before / after (>1 is faster)"
+QUICK_HELP = "the model's small version, as gsl-eq bench --quick builds it (models without one are small already)"
 
 
 def model_registry() -> dict[str, Callable[[], Workload]]:
@@ -142,12 +143,13 @@ def load_rules(spec: str, names: Sequence[str] | None = None) -> list:
     return found
 
 
-def load_model(spec: str) -> Workload:
-    """A model by name, or from a Python file defining `workload` (a Workload), `mod` (an IRModule, its
-    parameters kept as runtime inputs), or `model` (a torch module) with `example_inputs`."""
+def load_model(spec: str, quick: bool = False) -> Workload:
+    """A model by name (``quick``: its small version, where it has one), or from a Python file defining
+    `workload` (a Workload), `mod` (an IRModule, its parameters kept as runtime inputs), or `model` (a
+    torch module) with `example_inputs`."""
     from .models.registry import load_model as load
 
-    return load(spec)
+    return load(spec, quick)
 
 
 def optimize_with_progress(console: Console, wl: Workload, rule_list: list, mode: str, **options: Any) -> OptimizeResult:
@@ -304,7 +306,7 @@ def greedy_runnable(console: Console, spec: str, both: bool = False) -> list:
 def run_optimize(console: Console, args: argparse.Namespace) -> int:
     import numpy as np
 
-    wl = load_model(args.model)
+    wl = load_model(args.model, args.quick)
     rules = greedy_runnable(console, args.rules) if args.mode == "greedy" else rule_set(args.rules)
     schedules = None
     if args.select == "measured" or args.cost == "tvm":
@@ -349,7 +351,7 @@ def run_orderings(console: Console, args: argparse.Namespace) -> int:
 
     from .orderings import compare_orderings
 
-    wl = load_model(args.model)
+    wl = load_model(args.model, args.quick)
     status = (console.status("running greedy mode under each ordering, then saturation") if console.is_terminal
               else contextlib.nullcontext())
     with status:
@@ -414,7 +416,7 @@ def run_explain(console: Console, args: argparse.Namespace) -> int:
 
     from .greedy.explain import explain
 
-    wl = load_model(args.model)
+    wl = load_model(args.model, args.quick)
     explanations = [explain(rule, wl) for rule in load_rules(args.rules, args.only)]
     if args.json:
         print(json.dumps([e.to_dict() for e in explanations], indent=2, default=str))
@@ -520,6 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
             f"{description} Costs in us of the cost model (op calls for opcount); {SPEEDUP}."))
         p.add_argument("model", help="a model name (listed below) or a .py file defining workload (a gsl_eq.Workload), "
                                      "mod (a tvm.IRModule) or model (a torch.nn.Module) with example_inputs")
+        p.add_argument("--quick", action="store_true", help=QUICK_HELP)
         p.add_argument("--rules", type=rule_set_name, default=d["rules"], metavar="SET",
                        help=f"the rule set, one of {', '.join(RULE_SETS)} (listed below), or a sum of them such as "
                             f"tensat+default (default: {d['rules']})")
@@ -609,6 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "type would change), or fires."))
     why.add_argument("rules", metavar="RULES", help=rules_help)
     why.add_argument("model", help="a model name (listed below) or a .py file defining workload, mod or model")
+    why.add_argument("--quick", action="store_true", help=QUICK_HELP)
     why.add_argument("--rules", dest="only", nargs="+", metavar="NAME", help="explain only the rules of these names")
     why.add_argument("--limit", type=int, default=20, metavar="N",
                      help="places shown per rule; the rest are counted by reason (default: 20)")
@@ -643,9 +647,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "fewer; default: the rule set's own order only)")
     sweep.add_argument("--seed", type=int, default=d["seed"],
                        help=f"seed of the sample of orderings (default: {d['seed']})")
-    sweep.add_argument("--quick", action="store_true",
-                       help="small versions of the models, as gsl-eq bench --quick (models without one are "
-                            "small already)")
+    sweep.add_argument("--quick", action="store_true", help=QUICK_HELP)
     sweep.add_argument("-o", "--output", required=True, metavar="FILE",
                        help="the JSON Lines file of results, one line per cell; cells already in it are skipped")
     sweep.add_argument("--address", metavar="ADDRESS",

@@ -190,6 +190,19 @@ def test_greedy_mode_runs_tensats_connected_rules_and_says_which_it_leaves_out(t
     assert json.loads(report.read_text())["mode"] == "greedy"
 
 
+def test_optimize_takes_a_models_small_version(tmp_path, capsys):
+    """--quick builds the model as gsl-eq sweep --quick and the benchmarks do (QUICK: NasRNN of 2 steps)."""
+    from gsl_eq.models.registry import QUICK, load_model
+
+    assert main(["optimize", "nasrnn", "--quick", "--mode", "greedy", "--rules", "tensat+default", "--cost", "opcount",
+                 "-o", str(tmp_path / "o.py"), "--report", str(tmp_path / "r.json"), "--check"]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert QUICK["nasrnn"]["steps"] == 2
+    small, full = (load_model("nasrnn", quick=quick).fold_params().graph.op_counts() for quick in (True, False))
+    assert report["calls_before"] == sum(small.values()) < sum(full.values())
+    assert report["stop_reason"] in ("saturated", "cycle") and "max |diff|" in capsys.readouterr().out
+
+
 def test_optimize_reads_a_python_file_defining_a_module(tmp_path, capsys):
     source = tmp_path / "model.py"
     source.write_text(
