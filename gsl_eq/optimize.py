@@ -353,7 +353,7 @@ def optimize(
     if cycles not in CYCLES:
         raise ValueError(f"unknown cycles {cycles!r}; choose one of {', '.join(CYCLES)}")
     model = _cost_model(cost, schedules)
-    rule_list = _ordered(_rule_list(library.default() if rules is None else rules), order)
+    rule_list = _ordered(as_rule_list(library.default() if rules is None else rules), order)
     wl = as_workload(mod_or_workload).fold_params()
     timings = {"fold": time.perf_counter() - start}
     t = time.perf_counter()
@@ -686,8 +686,10 @@ def _calls(graph: Graph) -> int:
     return sum(1 for n in graph.rpo() if n.kind is Kind.CALL)
 
 
-def _rule_list(rules: object) -> list[Subst]:
-    """``rules`` as a list of Subst, or a TypeError that says what was passed instead."""
+def as_rule_list(rules: object) -> list[Subst]:
+    """``rules`` as a list of Subst, each rule once (a library rule given twice, as in
+    ``rules.legalize() + rules.default()``, is kept where it comes first), or a TypeError that says
+    what was passed instead; two different rules of one name are a ValueError."""
     hint = ""
     if isinstance(rules, Subst):
         hint = ": put a single rule in a list, [rule]"
@@ -699,15 +701,24 @@ def _rule_list(rules: object) -> list[Subst]:
         rule_list = list(rules)
         wrong = [(k, r) for k, r in enumerate(rule_list) if not isinstance(r, Subst)]
         if not wrong:
-            names = [r.name for r in rule_list]
-            twice = sorted({n for n in names if names.count(n) > 1})
+            first: dict[str, Subst] = {}
+            twice = sorted({r.name for r in rule_list if not _same_rule(first.setdefault(r.name, r), r)})
             if twice:
                 raise ValueError(f"rules must have distinct names; more than one rule is named "
                                  f"{', '.join(map(repr, twice))} (name them: Subst(source, target, name=...))")
-            return rule_list
+            return list(first.values())
         k, r = wrong[0]
         raise TypeError(f"rules must be a list of Subst; item {k} is {_describe(r)}")
     raise TypeError(f"rules must be a list of Subst; got {_describe(rules)}{hint}")
+
+
+def _same_rule(a: Subst, b: Subst) -> bool:
+    """Whether two rules of one name are one rule: the same object, or the library's rule built
+    twice (``rules.legalize() + rules.default()``: by the same line of gsl_eq.rules)."""
+    return a is b or (a.loc == b.loc and Path(a.loc.filename).resolve().is_relative_to(_LIBRARY))
+
+
+_LIBRARY = Path(library.__file__).resolve().parent
 
 
 def _describe(value: object) -> str:

@@ -22,7 +22,7 @@ from .errors import GslEqError
 from .extract import CostModel, get_cost_model
 from .frontend import Subst
 from .limits import check_count
-from .optimize import OptimizeReport, as_workload, cost_unit, display_unit, optimize, speedup
+from .optimize import OptimizeReport, as_rule_list, as_workload, cost_unit, display_unit, optimize, speedup
 from .workload import Workload
 
 
@@ -169,7 +169,7 @@ def compare_orderings(
     are those of the serial run (default: None, one run after another in this process).
     """
     model = get_cost_model(cost)
-    rules = list(rules)
+    rules = as_rule_list(rules)
     names = [r.name for r in rules]
     orders = [_indices(order, names) for order in orderings_of(len(rules), orderings, seed)]
     result = OrderingComparison(model.name, math.nan, cost_unit=cost_unit(model))

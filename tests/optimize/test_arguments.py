@@ -5,6 +5,7 @@ import pytest
 from gsl_eq import GslEqError, Subst, op, optimize, pat, rules
 from gsl_eq.limits import LimitError
 from gsl_eq.models import diamond_conv
+from tests.conftest import assert_same_outputs
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +68,32 @@ def test_two_rules_with_one_explicit_name_are_refused(wl):
     b = Subst(op.Sigmoid(op.Sigmoid(x)), op.Sigmoid(x), name="twice")
     with pytest.raises(ValueError, match=r"rules must have distinct names; more than one rule is named 'twice'"):
         optimize(wl, [a, b])
+
+
+@pytest.mark.parametrize("combined", [
+    lambda: rules.legalize() + rules.default(), lambda: rules.default() + rules.fusion(),
+    lambda: rules.default() + rules.all() + rules.algebraic(),
+], ids=["legalize+default", "default+fusion", "default+all+algebraic"])
+def test_a_library_rule_given_twice_is_kept_once(wl, combined):
+    """Groups of the library overlap (default() holds legalize() and part of fusion()): a sum of
+    them takes each rule once, where it comes first, as `--rules default+all` does."""
+    rule_list = combined()
+    names = list(dict.fromkeys(r.name for r in rule_list))
+    assert len(names) < len(rule_list)
+    result = optimize(wl, rule_list, mode="greedy", cost="opcount")
+    assert result.report.rules == names
+    assert_same_outputs(wl, result.workload)
+    saturated = optimize(wl, rule_list, cost="opcount", time_limit=30)
+    assert saturated.report.rules == names and saturated.report.calls_after <= result.report.calls_after
+    assert_same_outputs(wl, saturated.workload)
+
+
+def test_a_rule_of_ones_own_named_as_a_library_rule_is_refused(wl):
+    x = pat.Wildcard()
+    mine = Subst(op.ReLU(op.ReLU(x)), op.ReLU(x), name="bool_cumsum")
+    with pytest.raises(ValueError, match=r"more than one rule is named 'bool_cumsum'"):
+        optimize(wl, [mine, *rules.default()])
+    assert optimize(wl, [mine, mine], mode="greedy").report.rules == ["bool_cumsum"]  # one rule, given twice
 
 
 def test_cycles_is_keep_or_filter(wl):
