@@ -13,17 +13,22 @@ from gsl_eq.models.blocks import var
 from tests.conftest import assert_same_outputs
 
 
-def relu_chain(n: int = 4) -> Workload:
+def chain(n: int, step, last=None) -> Workload:
+    """``step`` applied ``n`` times to a (2, 8) input, then ``last`` (if any)."""
     x = var("x", 2, 8)
     bb = relax.BlockBuilder()
     with bb.function("main", [x]):
         with bb.dataflow():
             h = x
             for _ in range(n):
-                h = bb.emit(relax.op.nn.relu(h))
-            out = bb.emit_output(h)
+                h = bb.emit(step(h))
+            out = bb.emit_output(h if last is None else last(h))
         bb.emit_func_output(out)
     return Workload(bb.get())
+
+
+def relu_chain(n: int = 4) -> Workload:
+    return chain(n, relax.op.nn.relu)
 
 
 def doubling() -> Subst:
@@ -108,16 +113,7 @@ def floating() -> Subst:
 
 def transpose_chain(n: int) -> Workload:
     """n transposes of a (2, 8) tensor, then a relu: :func:`sinking` takes n passes to saturate."""
-    x = var("x", 2, 8)
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            h = x
-            for _ in range(n):
-                h = bb.emit(relax.op.permute_dims(h, [1, 0]))
-            out = bb.emit_output(relax.op.nn.relu(h))
-        bb.emit_func_output(out)
-    return Workload(bb.get())
+    return chain(n, lambda h: relax.op.permute_dims(h, [1, 0]), relax.op.nn.relu)
 
 
 @pytest.mark.parametrize("rule, build, limits, reason", [
