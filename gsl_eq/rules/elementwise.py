@@ -5,6 +5,21 @@ from __future__ import annotations
 from ..frontend import Subst, attr, pat, spec
 
 
+def bias_add_right() -> Subst:
+    """``b + x -> x + b``: a bias added from the left moved to the right, where the library's bias
+    rules (:func:`bias_add_add`, the parallel matmul and conv merges) look for it. PyTorch's
+    ``addmm`` puts the bias first: every ``nn.Linear`` that TVM imports from PyTorch is
+    ``add(bias, matmul(x, w))``.
+
+    When: ``b`` is a parameter vector and ``x`` has two or more axes (so the rule never matches
+    what it made).
+    """
+    # Input
+    x = pat.Wildcard()
+    b = pat.Variable(ndim=1)
+    return Subst(b + x, x + b, where=x.ndim >= 2, name="bias_add_right")
+
+
 def bias_add_add() -> Subst:
     """``(x + b1) + b2 -> x + (b1 + b2)``: two bias adds become one.
 

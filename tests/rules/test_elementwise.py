@@ -26,6 +26,43 @@ def test_bias_add_add_needs_two_vectors_of_one_shape(rejects):
     rejects(workload(y), rules.bias_add_add())
 
 
+def test_bias_add_right_moves_a_bias_added_first(applies, rejects):
+    x = var("x", 2, 3)
+    y = R.add(var("b", 5), R.matmul(x, var("w", 3, 5)))  # as PyTorch's addmm is imported
+    [new, _] = applies(workload(y), rules.bias_add_right(), {"matmul": 1, "add": 1})
+    add = next(n for n in new.graph if n.op == "relax.add")
+    assert add.inputs[0].op == "relax.matmul" and add.inputs[1].name == "b"
+    rejects(new, rules.bias_add_right())  # it never matches what it made
+    two_vectors = R.add(var("b", 5), R.exp(var("x", 5)))  # no side has two axes: no side is the bias's operand
+    rejects(workload(two_vectors), rules.bias_add_right())
+
+
+def test_linear_layers_imported_from_pytorch_merge(same_outputs):
+    """q, k and v projections as TVM imports nn.Linear from PyTorch (bias first, each reading its own
+    reshape of x): saturate mode merges them into one matmul and one bias add under default()."""
+    from gsl_eq import optimize
+
+    torch = pytest.importorskip("torch")
+    from gsl_eq import Workload
+
+    class QKV(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.k, self.v = (torch.nn.Linear(16, 16) for _ in range(3))
+
+        def forward(self, x):
+            return self.q(x) * self.k(x) + self.v(x)
+
+    wl = Workload.from_torch(QKV().eval(), (torch.randn(2, 5, 16),))
+    assert any(n.op == "relax.add" and n.inputs[0].kind.value == "var" for n in wl.graph)
+    for cost in ("gpu", "roofline"):
+        result = optimize(wl, rules.default(), cost=cost)
+        assert "parallel_matmul_bias_variadic" in result.report.rules_used
+        assert result.workload.graph.op_counts()["relax.matmul"] == 1
+        assert result.report.cost_after < result.report.cost_before
+        same_outputs(wl, result.workload)
+
+
 @pytest.mark.parametrize("ew, name", [(R.exp, "exp"), (R.nn.relu, "nn.relu"), (R.sigmoid, "sigmoid")])
 def test_merge_element_wise(applies, ew, name):
     x = var("x", 2, 3)
