@@ -149,3 +149,19 @@ def test_structural_key_is_what_the_graph_computes_not_its_nodes():
     assert structural_key(build()) != structural_key(build(swapped=True))
     assert structural_key(build()) != structural_key(build(name="z"))
     assert structural_key(seed000_graph()[0]) == structural_key(seed000_graph()[0])
+
+
+def test_merge_common_computes_each_thing_once():
+    from gsl_eq.graph.diff import merge_common
+
+    x, y = Node.var("x", T), Node.var("y", T)
+    a1, a2 = add(relu(x), y), add(relu(x), y)  # built apart, alike
+    b = add(relu(y), y)
+    g = Graph([x, y], [add(a1, a2), b])
+    merged = merge_common(g)
+    assert len(g) == 9 and len(merged) == 7  # one relu(x) and one add(relu(x), y) fewer
+    top = merged.outputs[0]
+    assert top.inputs[0] is top.inputs[1]
+    assert merged.outputs[1] is b  # nothing above it changed
+    assert merge_common(merged) is merged
+    assert len(merge_common(Graph([x, y], [add(x, y), add(y, x)]))) == 4  # operand order counts

@@ -21,7 +21,7 @@ from typing import Hashable, Mapping
 
 from .graph import Graph, Kind, Node
 
-__all__ = ["GraphDiff", "compare", "label", "structural_key"]
+__all__ = ["GraphDiff", "compare", "label", "merge_common", "structural_key"]
 
 #: The most rounds of forward and backward pairing; each round pairs along a whole graph.
 ROUNDS = 8
@@ -76,6 +76,21 @@ def structural_key(graph: Graph) -> int:
     do not count."""
     key = _node_keys(graph, {node: label(node) for node in graph.rpo()})
     return hash((tuple(label(v) for v in graph.inputs), tuple(key[o] for o in graph.outputs), graph.returns_tuple))
+
+
+def merge_common(graph: Graph) -> Graph:
+    """``graph`` with each computation done once: a node that computes what an earlier one does
+    (same :func:`label`, same inputs once merged) is replaced by it, as an e-graph merges them on
+    load and TVM's EliminateCommonSubexpr does (a model TVM imports from PyTorch reshapes its input
+    once per ``nn.Linear``). ``graph`` itself where nothing is computed twice."""
+    first: dict[tuple[Hashable, tuple[int, ...]], Node] = {}
+    mapping: dict[Node, Node] = {}
+    for node in graph.rpo():
+        inputs = tuple(id(mapping.get(i, i)) for i in node.inputs)
+        twin = first.setdefault((label(node), inputs), node)
+        if twin is not node and node.kind is not Kind.VAR:
+            mapping[node] = twin
+    return graph.replace(mapping) if mapping else graph
 
 
 def _node_keys(graph: Graph, labels: Mapping[Node, Hashable]) -> dict[Node, int]:

@@ -30,7 +30,7 @@ from ..frontend.errors import EvaluationError
 from ..frontend.evaluation import Env, Memo, evaluate, node_of
 from ..frontend.pat import Call, Cond, Const, GetItem, Instance, Match as MatchPattern, Pattern, Tuple, Variadic
 from ..graph import Graph, Kind, Node
-from ..graph.diff import structural_key
+from ..graph.diff import merge_common, structural_key
 from ..graph.ops import freeze
 from ..limits import DEFAULT_NODE_LIMIT, StopReason, check_count, check_seconds
 from ..workload import Workload
@@ -435,7 +435,8 @@ def greedy(
     time_limit: float | None = None,
 ) -> GreedyResult:
     """Apply ``rules`` in order, each until it no longer matches, repeating the sequence (a
-    round) until nothing changes.
+    round) until nothing changes. Computations done twice are merged first
+    (:func:`~gsl_eq.graph.diff.merge_common`), as saturate mode's e-graph merges them.
 
     With ``fold_params`` the parameters are folded after every rule that fired, as a
     sequence of ``subst(wl)`` calls would, so a rule can match the parameters
@@ -461,10 +462,11 @@ def greedy(
     for rule in rules:  # before any work
         rule.require_connected()
     deadline = None if time_limit is None else time.perf_counter() + check_seconds("time_limit", time_limit)
-    result = GreedyResult(wl, {rule.name: 0 for rule in rules})
+    merged = merge_common(wl.graph)
+    result = GreedyResult(wl if merged is wl.graph else to_workload(merged, wl, False), {rule.name: 0 for rule in rules})
     ledger = Ledger()
     reason = None
-    seen = {structural_key(wl.graph)}  # the graph at the end of each round
+    seen = {structural_key(merged)}  # the graph at the end of each round
     while reason is None:
         if result.rounds == max_rounds:
             reason = StopReason.ITERATION_LIMIT
