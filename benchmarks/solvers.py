@@ -94,7 +94,7 @@ def run(ilp_time: float) -> str:
     head = (f"`python benchmarks/solvers.py --ilp-time {ilp_time:g}` on {machine()}. Each solver given "
             f"{ilp_time:g} s on the same e-graph, warm-started from the greedy DAG choice: HiGHS alone (the program "
             "with lazy cycle cuts), CP-SAT alone, and auto (CP-SAT where the e-graph has cycles; otherwise HiGHS, "
-            "but CP-SAT, from the greedy choice, where HiGHS cannot presolve the program within HIGHS_SHARE (40 %) "
+            "but CP-SAT, from the greedy choice, where HiGHS cannot presolve the program within HIGHS_SHARE (20 %) "
             "of the time; solved region by region "
             "where the e-graph has regions, each region so). Seconds, "
             "status (optimal: proved), cost over the least of the three; auto's solvers: those that ran in any of "
