@@ -11,7 +11,7 @@ loaded), so its peak memory is its own.
 
     python benchmarks/run.py [--quick] [--models bert,vgg19] [--json results.json] [--address auto]
 
-``--quick`` runs small versions of the models (under 5 minutes on 2 cores);
+``--quick`` runs small versions of the models (19 minutes on 2 cores, most of it building and timing with TVM);
 the full run takes the published shapes. Both write BENCHMARKS.md's "suite"
 section (quick and full runs are kept apart) and the JSON results.
 ``--address`` runs the models as Ray tasks (gsl_eq.cluster), each in a fresh
