@@ -364,8 +364,8 @@ def rewrite_graph(
     Returns the graph, how many times the rule fired, the passes run, and why it
     stopped (``saturated``: nothing matched any more).
     """
-    total = 0
-    seen = {structural_key(graph)}
+    total, start = 0, graph
+    seen: set[int] = set()  # the graphs' keys, once a pass has changed the graph: most rules match nothing
     for passes in range(max_passes):
         if deadline is not None and time.perf_counter() > deadline:
             return graph, total, passes, StopReason.TIME_LIMIT
@@ -376,6 +376,8 @@ def rewrite_graph(
             return graph, total, passes + 1, stopped
         if not count:
             return graph, total, passes + 1, StopReason.SATURATED
+        if not seen:
+            seen.add(structural_key(start))
         key = structural_key(graph)
         if key in seen:
             return graph, total, passes + 1, StopReason.CYCLE
