@@ -304,8 +304,6 @@ def greedy_runnable(console: Console, spec: str, both: bool = False) -> list:
 
 
 def run_optimize(console: Console, args: argparse.Namespace) -> int:
-    import numpy as np
-
     wl = load_model(args.model, args.quick)
     rules = greedy_runnable(console, args.rules) if args.mode == "greedy" else rule_set(args.rules)
     schedules = None
@@ -328,10 +326,7 @@ def run_optimize(console: Console, args: argparse.Namespace) -> int:
         second = f", {c['second_draw']['seconds'] * 1e6:.1f} us under a second draw" if "second_draw" in c else ""
         console.print(f"candidate {c['label']}: {c['seconds'] * 1e6:.1f} us measured (median of {len(c['rounds'])} "
                       f"rounds{second}){', returned' if c.get('returned') else ''}")
-    out = Path(args.output or f"{stem}.optimized.py")
-    out.write_text(result.mod.script())
-    params = out.with_suffix(".params.npz")
-    np.savez(params, **{k: np.asarray(v) for k, v in result.workload.params.items()})
+    out, params = result.workload.save(args.output or f"{stem}.optimized.py")
     report_path = Path(args.report or f"{stem}.report.json")
     report_path.write_text(report.to_json())
     if args.check:
@@ -566,7 +561,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "--select measured): fewer is quicker, more finds faster schedules "
                           f"(default: {d['schedule_samples']})")
     opt.add_argument("-o", "--output", metavar="FILE", help="TVMScript file to write (default: <model>.optimized.py; "
-                                                            "the parameters go next to it, in <output>.params.npz)")
+                                                            "the parameters go next to it, in <output>.params.npz; "
+                                                            "gsl-eq optimize reads both back)")
     opt.add_argument("--report", metavar="FILE", help="JSON report to write (default: <model>.report.json)")
     opt.add_argument("--html", metavar="FILE",
                      help="write a self-contained page: the input and the result drawn side by side with the "

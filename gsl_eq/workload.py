@@ -318,6 +318,54 @@ class Workload:
 
         return draw(self._graph, self._params, max_nodes=max_nodes).save(path)
 
+    def save(self, path: str | Path) -> tuple[Path, Path]:
+        """Write the module as TVMScript into ``path`` and the parameters beside it, into
+        ``<path without .py>.params.npz``; :meth:`load` (and ``gsl-eq optimize <path>``) reads
+        both back. Returns the two paths::
+
+            result.workload.save("bert.opt.py")       # bert.opt.py, bert.opt.params.npz
+            same = Workload.load("bert.opt.py")
+
+        TVMScript can only spell a constant that is a finite scalar: any other constant (a
+        PyTorch import's position ids, a -inf mask value) is written as a new parameter
+        (``v_param_<k>``) holding its value, so the file computes the same. Raises
+        :class:`~gsl_eq.errors.WorkloadError`, writing nothing, if TVM could not read the text back.
+        """
+        path, params = Path(path), params_path(path)
+        lifted = [n for n in self._graph.rpo() if n.kind is Kind.CONST and not _spelled_in_script(n.value)]
+        new_vars = self._param_vars(lifted)
+        graph = self._graph.replace(new_vars) if lifted else self._graph
+        graph = Graph([*graph.inputs, *new_vars.values()], graph.outputs, graph.returns_tuple)
+        values = {**self._params, **{new_vars[n].name: n.value for n in lifted}}
+        text = (to_relax(graph) if lifted else self._mod).script()
+        try:
+            tvm.script.from_source(text)
+        except Exception as e:  # TVM's parser raises its own diagnostic errors
+            raise WorkloadError(f"cannot save {path}: TVM does not read back the module's TVMScript "
+                                f"({first_line(e)})") from None
+        path.write_text(text)
+        np.savez(params, **values)
+        return path, params
+
+    @staticmethod
+    def load(path: str | Path) -> "Workload":
+        """The workload :meth:`save` wrote into ``path``: its TVMScript, and the parameters in
+        ``<path without .py>.params.npz`` if that file exists (else every parameter of ``main`` is
+        a runtime input)."""
+        path, params = Path(path), params_path(path)
+        try:
+            mod = tvm.script.from_source(path.read_text())
+        except OSError as e:
+            raise WorkloadError(f"cannot read {path}: {e.strerror}") from None
+        except Exception as e:  # TVM's parser raises its own diagnostic errors
+            raise WorkloadError(f"{path} is not TVMScript that TVM reads: {first_line(e)}") from None
+        if not isinstance(mod, tvm.IRModule):
+            raise WorkloadError(f"{path} holds a {type(mod).__name__}, not a module (an @I.ir_module class)")
+        if not params.is_file():
+            return Workload(mod, {})
+        with np.load(params) as arrays:
+            return Workload(mod, {name: arrays[name] for name in arrays.files})
+
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """A workload pickles as its graph (flat, see :class:`~gsl_eq.graph.Graph`) and its parameters, so
         it can be sent to another process (a Ray task); the module is rebuilt there from the graph."""
@@ -325,6 +373,17 @@ class Workload:
 
     def __repr__(self) -> str:
         return f"Workload({len(self._graph)} nodes, inputs {self.input_names}, {len(self._params)} params)"
+
+
+def params_path(path: str | Path) -> Path:
+    """Where :meth:`Workload.save` writes the parameters of a module saved into ``path``."""
+    return Path(path).with_suffix(".params.npz")
+
+
+def _spelled_in_script(value: np.ndarray) -> bool:
+    """Whether TVMScript writes this constant's value in the text (a finite scalar) rather than
+    into metadata it does not save."""
+    return value.ndim == 0 and (value.dtype.kind not in "fc" or bool(np.isfinite(value)))
 
 
 def _unpickled(graph: Graph, params: dict[str, np.ndarray], unfolded: tuple[Unfolded, ...]) -> Workload:

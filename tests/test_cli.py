@@ -6,10 +6,11 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import tvm
 
-from gsl_eq import cli
+from gsl_eq import Workload, cli
 from gsl_eq.cli import main
 
 HEAVY = ("tvm", "egglog", "torch", "numpy", "ray", "gsl_eq.optimize", "gsl_eq.models", "gsl_eq.rules", "gsl_eq.workload",
@@ -140,6 +141,31 @@ def test_optimize_writes_a_module_tvm_parses_back_and_a_json_report(tmp_path, ca
     assert (before, after) == (round(data["cost_before"] * 1e6, 1), round(data["cost_after"] * 1e6, 1))
     assert speedup > 1
     check_clean(out)
+
+
+def test_optimize_reads_back_what_it_wrote_for_another_pass(tmp_path, capsys):
+    """A PyTorch import keeps constants TVMScript writes to metadata only (position ids): the
+    written file holds them as parameters, and optimize takes the file as a model."""
+    source = tmp_path / "model.py"
+    source.write_text("import torch\n"
+                      "class M(torch.nn.Module):\n"
+                      "    def __init__(s):\n"
+                      "        super().__init__(); s.a = torch.nn.Linear(8, 8); s.b = torch.nn.Linear(8, 8)\n"
+                      "    def forward(s, x):\n"
+                      "        return torch.relu(s.a(x) + torch.arange(8.0)) * torch.sigmoid(s.b(x))\n"
+                      "model, example_inputs = M().eval(), (torch.randn(3, 8),)\n")
+    first = tmp_path / "first.py"
+    assert main(["optimize", str(source), "--rules", "default", "-o", str(first), "--report", str(tmp_path / "1.json"),
+                 "--check"]) == 0
+    assert "metadata" not in first.read_text()
+    assert main(["optimize", str(first), "--rules", "default+algebraic", "--mode", "greedy", "-o",
+                 str(tmp_path / "second.py"), "--report", str(tmp_path / "2.json"), "--check"]) == 0
+    out = capsys.readouterr().out
+    diffs = [float(d) for d in re.findall(r"max \|diff\| = (\S+)", out)]
+    assert len(diffs) == 2 and max(diffs) < 1e-5
+    first_wl, second_wl = Workload.load(first), Workload.load(tmp_path / "second.py")
+    inputs = first_wl.random_inputs(0)
+    np.testing.assert_allclose(second_wl(**inputs), first_wl(**inputs), rtol=1e-5, atol=1e-6)
 
 
 def test_optimize_with_tensats_saturation_settings(tmp_path, capsys):

@@ -256,3 +256,35 @@ def test_a_workload_pickles_through_its_graph_however_deep():
         pickle.dumps(node)
     chain = pickle.loads(pickle.dumps(Graph([x], [node])))
     assert len(chain) == 20_001 and chain.inputs[0].name == "x" and chain.outputs[0].op == "relax.nn.relu"
+
+
+def test_save_and_load_give_back_the_workload_constants_included(tmp_path):
+    """TVMScript keeps a non-scalar or non-finite constant in metadata it does not write: save
+    makes such constants parameters, so the file computes the same."""
+    x = tvar("x", 2, 3)
+    ids = relax.const(np.arange(6, dtype="float32").reshape(2, 3))
+    masked = R.where(R.less(x, ids), relax.const(float("-inf"), "float32"), R.multiply(x, relax.const(0.5, "float32")))
+    wl = Workload.from_expr(R.add(masked, tvar("b", 3)), {"x"})
+    text_before = wl.mod.script()
+    module, params = wl.save(tmp_path / "m.opt.py")
+    assert params == tmp_path / "m.opt.params.npz" and params.exists()
+    back = Workload.load(module)
+    assert wl.mod.script() == text_before  # the saved workload is unchanged
+    assert back.input_names == ["x"] and len(back.params) == len(wl.params) + 2  # ids and -inf; 0.5 stays inline
+    assert "0.5" in module.read_text() and "metadata" not in module.read_text()
+    inputs = wl.random_inputs(0)
+    np.testing.assert_array_equal(back(**inputs), wl(**inputs))
+    assert np.isneginf(wl(x=np.full((2, 3), -1.0, "float32"))).all()
+
+
+def test_load_without_parameters_keeps_them_inputs_and_names_a_bad_file(tmp_path):
+    wl = Workload.from_expr(diamond_expr(), {"x"})
+    module, params = wl.save(tmp_path / "d.py")
+    params.unlink()
+    assert Workload.load(module).input_names == ["x", "w1", "w2"]
+    bad = tmp_path / "bad.py"
+    bad.write_text("print('not a module')\n")
+    with pytest.raises(WorkloadError, match="bad.py is not TVMScript"):
+        Workload.load(bad)
+    with pytest.raises(WorkloadError, match="cannot read .*nowhere.py"):
+        Workload.load(tmp_path / "nowhere.py")

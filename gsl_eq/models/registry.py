@@ -53,6 +53,10 @@ def model_names() -> tuple[str, ...]:
     return tuple(model_registry())
 
 
+#: How TVMScript's printer begins a module's text (its imports, commented out).
+SCRIPT_HEADER = "# from tvm.script import"
+
+
 def is_model_file(spec: str) -> bool:
     """Whether ``spec`` names a Python file (by its ``.py`` suffix) rather than a model."""
     return Path(spec).suffix == ".py"
@@ -73,22 +77,29 @@ def check_model(spec: str) -> str:
 
 def load_model(spec: str, quick: bool = False) -> Workload:
     """A model by name (``quick``: the small version of :data:`QUICK`, where there is one), or from a
-    Python file defining ``workload`` (a Workload), ``mod`` (an IRModule, its parameters kept as
-    runtime inputs), or ``model`` (a torch module) with ``example_inputs``."""
+    Python file: TVMScript as :meth:`Workload.save` (and ``gsl-eq optimize -o``) writes it, with its
+    parameters beside it, or a file defining ``workload`` (a Workload), ``mod`` (an IRModule, its
+    parameters kept as runtime inputs; a file defining one IRModule under another name too), or
+    ``model`` (a torch module) with ``example_inputs``."""
     import runpy
 
     import tvm
 
     if is_model_file(spec):
         check_model(spec)
+        if Path(spec).read_text().startswith(SCRIPT_HEADER):
+            return Workload.load(spec)
         scope = runpy.run_path(str(spec))
+        modules = [v for k, v in scope.items() if isinstance(v, tvm.IRModule) and not k.startswith("_")]
         if isinstance(scope.get("workload"), Workload):
             return scope["workload"]
         if isinstance(scope.get("mod"), tvm.IRModule):
             return Workload(scope["mod"], {})
         if scope.get("model") is not None and "example_inputs" in scope:
             return Workload.from_torch(scope["model"], scope["example_inputs"])
-        raise GslEqError(f"{spec} defines none of: workload (a gsl_eq.Workload), mod (a tvm.IRModule), "
-                         "model (a torch.nn.Module) with example_inputs")
+        if len(modules) == 1:
+            return Workload(modules[0], {})
+        raise GslEqError(f"{spec} defines none of: workload (a gsl_eq.Workload), mod (a tvm.IRModule, or "
+                         "one IRModule by another name), model (a torch.nn.Module) with example_inputs")
     check_model(spec)
     return model_registry()[spec](**(QUICK.get(spec, {}) if quick else {}))
