@@ -240,3 +240,10 @@ def test_unsupported_constructs_are_named(mod, message):
         from_relax(mod)
     with pytest.raises(UnsupportedModuleError, match=message):
         Workload(mod)
+
+
+def test_a_symbolic_dimension_bound_as_the_error_says_loads():
+    with pytest.raises(UnsupportedModuleError, match=r"BindSymbolicVars\(\{'n': 1\}\)\(mod\)"):
+        from_relax(SymbolicShape)
+    bound = relax.transform.BindSymbolicVars({"n": 4})(SymbolicShape)
+    assert [v.type.shape for v in from_relax(bound).inputs] == [(4, 3)]

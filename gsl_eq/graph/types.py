@@ -59,7 +59,9 @@ def from_relax_type(ty: object, where: str) -> Type:
     dims = []
     for dim in ty.shape.values:
         if not isinstance(dim, tvm.tirx.IntImm):
-            raise UnsupportedModuleError(f"{where}: symbolic shape {ty.shape} (dimension {dim}); static shapes are required")
+            raise UnsupportedModuleError(
+                f"{where}: symbolic shape {ty.shape} (dimension {dim}); static shapes are required: bind each "
+                f"symbolic dimension to a size first, e.g. relax.transform.BindSymbolicVars({{'{dim}': 1}})(mod)")
         dims.append(int(dim))
     return TensorType(tuple(dims), str(ty.dtype))
 
