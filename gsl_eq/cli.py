@@ -515,8 +515,9 @@ def build_parser() -> argparse.ArgumentParser:
              "Run greedy mode under many orderings of the rules, and saturate mode once, on one model.")):
         p = sub.add_parser(name, help=text, epilog=epilog, formatter_class=raw, description=_paragraph(
             f"{description} Costs in us of the cost model (op calls for opcount); {SPEEDUP}."))
-        p.add_argument("model", help="a model name (listed below) or a .py file defining workload (a gsl_eq.Workload), "
-                                     "mod (a tvm.IRModule) or model (a torch.nn.Module) with example_inputs")
+        p.add_argument("model", help="a model name (listed below), a module optimize wrote (-o) or a .py file defining "
+                                     "workload (a gsl_eq.Workload), mod (a tvm.IRModule) or model (a torch.nn.Module) "
+                                     "with example_inputs")
         p.add_argument("--quick", action="store_true", help=QUICK_HELP)
         p.add_argument("--rules", type=rule_set_name, default=d["rules"], metavar="SET",
                        help=f"the rule set, one of {', '.join(RULE_SETS)} (listed below), or a sum of them such as "
@@ -607,7 +608,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "successor outside the match), or the target refused (TVM cannot type it, an output "
                              "type would change), or fires."))
     why.add_argument("rules", metavar="RULES", help=rules_help)
-    why.add_argument("model", help="a model name (listed below) or a .py file defining workload, mod or model")
+    why.add_argument("model", help="a model name (listed below), a module optimize wrote (-o) or a .py file "
+                                                   "defining workload, mod or model")
     why.add_argument("--quick", action="store_true", help=QUICK_HELP)
     why.add_argument("--rules", dest="only", nargs="+", metavar="NAME", help="explain only the rules of these names")
     why.add_argument("--limit", type=int, default=20, metavar="N",
@@ -626,8 +628,8 @@ def build_parser() -> argparse.ArgumentParser:
                                "connected source only, and says so. Exits with 1 if a cell failed. "
                                f"Costs in us of each cell's cost model (op calls for opcount); {SPEEDUP}."))
     sweep.add_argument("--models", required=True, metavar="NAMES",
-                       help="comma-separated model names (listed below) or .py files defining workload, mod, or "
-                            "model with example_inputs")
+                       help="comma-separated model names (listed below), modules optimize wrote (-o) or .py files "
+                            "defining workload, mod, or model with example_inputs")
     sweep.add_argument("--rules", default=d["rules"], metavar="SETS",
                        help=f"comma-separated rule sets (listed below) or sums such as tensat+default "
                             f"(default: {d['rules']})")

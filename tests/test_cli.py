@@ -272,6 +272,26 @@ def test_unknown_models_and_files_are_named(tmp_path, capsys):
     empty.write_text("x = 1\n")
     assert main(["optimize", str(empty)]) == 2
     assert "defines none of: workload" in capsys.readouterr().out
+    broken = tmp_path / "broken.opt.py"
+    broken.write_text("# from tvm.script import ir as I\n\n@I.ir_module\nclass Module:\n    x = = 1\n")
+    assert main(["optimize", str(broken)]) == 2
+    assert "broken.opt.py is not TVMScript that TVM reads" in capsys.readouterr().out
+
+
+def test_a_file_defining_one_module_by_another_name_is_a_model(tmp_path):
+    from gsl_eq.models.registry import load_model
+
+    source = tmp_path / "script.py"
+    source.write_text("from tvm.script import ir as I, relax as R\n"
+                      "@I.ir_module\n"
+                      "class Module:\n"
+                      "    @R.function\n"
+                      "    def main(x: R.Tensor((2, 3), 'float32')):\n"
+                      "        with R.dataflow():\n"
+                      "            y = R.nn.relu(x)\n"
+                      "            R.output(y)\n"
+                      "        return y\n")
+    assert load_model(str(source)).input_names == ["x"]
 
 
 RULES_FILE = """

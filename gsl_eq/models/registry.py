@@ -3,6 +3,7 @@
     model_names()                       # every model built by name from its defaults
     load_model("nasrnn", quick=True)    # the benchmark suite's small NasRNN (QUICK)
     load_model("my_model.py")           # a file defining workload, mod, or model + example_inputs
+    load_model("bert.opt.py")           # a module gsl-eq optimize wrote (Workload.save), parameters beside it
 """
 
 from __future__ import annotations
