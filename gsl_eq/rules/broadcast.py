@@ -9,12 +9,15 @@ epilogue of the kernel producing the whole tensor instead of a kernel per part).
 Each rule holds under Relax broadcasting because its guards ask that every second operand
 ``b_i``
 
-- has the rank of its first operand ``a_i`` and does not broadcast it (``bop(a_i, b_i)``
-  has ``a_i``'s shape: every extent of ``b_i`` is ``a_i``'s or 1);
-- has ``a_i``'s extent on the concat (split) axis, so that the ``b_i`` concatenated line up
-  with the ``a_i`` concatenated (a ``b_i`` of extent 1 broadcast along the axis does not);
-- agrees with every other ``b_j`` on every other axis (so the concatenation of the ``b_i``
-  is defined and broadcasts along those axes as each ``b_i`` did).
+- has at most the rank of its first operand ``a_i`` and does not broadcast it
+  (``bop(a_i, b_i)`` has ``a_i``'s shape: every extent of ``b_i`` is ``a_i``'s or 1, the axes
+  aligned from the right as broadcasting aligns them: a linear layer's bias of shape ``(C,)``
+  against ``(N, C)``);
+- has an axis aligned with the concat (split) axis, of ``a_i``'s extent there, so that the
+  ``b_i`` concatenated along it line up with the ``a_i`` concatenated (a ``b_i`` of extent 1
+  broadcast along the axis does not);
+- has the rank of every other ``b_j`` and agrees with it on every other axis (so the
+  concatenation of the ``b_i`` is defined and broadcasts along those axes as each ``b_i`` did).
 
 Which rules go where: the split forms and the conv merges that take each conv's bias add (and
 activation) along are in ``fusion()`` and ``default()`` (the expand-kernels one, which pads a
@@ -27,19 +30,27 @@ epilogue of ``a_i``'s kernel. Saturation searching merges in its first iteration
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..frontend import Subst, attr, op, pat, spec
 from ._common import CONV_ATTRS, NCHW, concat_each, same_padding, split_back
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
-def _lines_up(a: pat.Pattern, b: pat.Pattern, b0: pat.Pattern, axis: attr.AttrExpr) -> attr.AttrExpr:
-    """``b`` has ``a``'s rank and extent on ``axis``, and ``b0``'s extent on every other axis."""
-    n = a.ndim
+def _aligned(a: pat.Pattern, axis: Any) -> attr.AttrExpr:
+    """``axis`` of ``a`` counted from the end: the same axis in every operand broadcast against
+    ``a``, whose axes line up with ``a``'s from the right (what the ``b_i`` are concatenated along)."""
+    return axis % a.ndim - a.ndim
+
+
+def _lines_up(a: pat.Pattern, b: pat.Pattern, b0: pat.Pattern, axis: Any) -> attr.AttrExpr:
+    """``b`` has at most ``a``'s rank and ``a``'s extent on ``axis`` (aligned from the right), and
+    ``b0``'s rank and extent on every other axis."""
+    k = _aligned(a, axis) + b.ndim  # axis in b, negative if b has none aligned with it
     d = attr.Symbol("d")
-    k = axis % n
-    others = attr.ReduceIndexed(attr.BinOp.AND, (d == k) | (b.shape[d] == b0.shape[d]), d, n, True)
-    return (b.ndim == n) & (b.shape[k] == a.shape[k]) & others
+    others = attr.ReduceIndexed(attr.BinOp.AND, (d == k) | (b.shape[d] == b0.shape[d]), d, b.ndim, True)
+    return (b.ndim <= a.ndim) & (k >= 0) & (b.ndim == b0.ndim) & (b.shape[k] == a.shape[axis % a.ndim]) & others
 
 
 def _every_part(src: pat.Variadic, item: pat.Pattern, split: pat.Pattern) -> attr.AttrExpr:
@@ -70,7 +81,7 @@ def concat_of_broadcast() -> Subst:
     x2 = bop(c, b2, shape=c.shape, dtype=x1.dtype)
     cat = op.Concatenate((x1, x2))
     # Target pattern: bop(concat(a, c), concat(b1, b2))
-    y = bop(op.Concatenate((a, c), axis=cat.axis), op.Concatenate((b1, b2), axis=cat.axis))
+    y = bop(op.Concatenate((a, c), axis=cat.axis), op.Concatenate((b1, b2), axis=_aligned(a, cat.axis)))
     where = [_lines_up(a, b1, b1, cat.axis), _lines_up(c, b2, b1, cat.axis)]
     return Subst(cat, y, name="concat_of_broadcast", where=where)
 
@@ -94,7 +105,7 @@ def concat_of_broadcast_variadic() -> Subst:
     cat = op.Concatenate(parts)
     # Target pattern: bop(concat(a_i ...), concat(b_i ...))
     a_cat = concat_each(parts, a, axis=cat.axis)
-    b_cat = concat_each(parts, b, axis=cat.axis)
+    b_cat = concat_each(parts, b, axis=_aligned(a0, cat.axis))
     y = bop(a_cat, b_cat)
     # When: every b_i lines up with its a_i, and agrees with b_0 off the axis
     i = attr.Symbol()
@@ -120,7 +131,7 @@ def split_of_broadcast() -> Subst:
     x1 = bop(p1, b1, shape=p1.shape)
     x2 = bop(p2, b2, shape=p2.shape, dtype=x1.dtype)
     # Target pattern: split(bop(y, concat(b1, b2)))
-    whole = bop(y, op.Concatenate((b1, b2), axis=split.axis))
+    whole = bop(y, op.Concatenate((b1, b2), axis=_aligned(y, split.axis)))
     new = op.Split(whole, indices_or_sections=split.indices_or_sections, axis=split.axis)
     where = [_lines_up(p1, b1, b1, split.axis), _lines_up(p2, b2, b1, split.axis)]
     return Subst([x1, x2], [new[0], new[1]], name="split_of_broadcast", where=where)
@@ -143,7 +154,7 @@ def split_of_broadcast_variadic() -> Subst:
     x = bop(item, b, shape=item.shape)
     src = pat.Variadic(x, templates=[x, item, b], index=i, min_len=2)
     # Target pattern: the parts of split(bop(y, concat(b_i ...)))
-    b_cat = concat_each(src, b, axis=split.axis)
+    b_cat = concat_each(src, b, axis=_aligned(y, split.axis))
     new = op.Split(bop(y, b_cat), indices_or_sections=split.indices_or_sections, axis=split.axis)
     j = attr.Symbol()
     part = new[j]
@@ -202,7 +213,7 @@ def _parallel_conv_then(name: str, activation: bool) -> Subst:
         src = pat.Variadic(z, templates=[z, conv, w, b], first=[z0, conv0, w0, b0], min_len=2)
     # Target pattern: split([ew](bop(conv2d(x, concat(w_i)), concat(b_i))))
     weights = concat_each(src, w, axis=0)
-    biases = concat_each(src, b, axis=1)
+    biases = concat_each(src, b, axis=_aligned(conv0, 1))
     whole = bop(op.Conv2D(x, weights, **pat.same_attr(conv0, CONV_ATTRS)), biases)
     if activation:
         whole = ew(whole)
@@ -273,7 +284,7 @@ def parallel_conv_expand_kernels_bias_act() -> Subst:
 
     w = op.Concatenate((expand(w1), expand(w2)), axis=0)
     conv = op.Conv2D(x, w, padding=((kh - 1) // 2, (kw - 1) // 2, kh // 2, kw // 2), **pat.same_attr(conv1, keep))
-    whole = ew(bop(conv, op.Concatenate((b1, b2), axis=1)))
+    whole = ew(bop(conv, op.Concatenate((b1, b2), axis=_aligned(conv1, 1))))
     split = op.Split(whole, indices_or_sections=(w1.shape[0],), axis=1)
     where = [attr.In(z1.dtype, _FLOATS), _lines_up(conv1, b1, b1, 1), _lines_up(conv2, b2, b1, 1)]
     return Subst([y1, y2], [split[0], split[1]], name="parallel_conv_expand_kernels_bias_act", where=where)

@@ -117,6 +117,47 @@ def test_split_rejects_a_bias_broadcast_along_the_axis(rejects):
         rejects(workload(outputs(*ys)), rule)
 
 
+def test_split_of_lower_rank_biases(applies):
+    # a linear layer's bias (C,) against (N, C), a conv's (C, 1, 1) against NCHW: aligned from the right
+    s = R.split(var("x", 3, 32), 2, axis=-1)
+    ys = [R.add(item(s, k), var(f"b{k}", 16)) for k in range(2)]
+    applies(workload(outputs(*ys)), rules.split_of_broadcast_variadic(), {"split": 1, "add": 1},
+            {"split": 1, "add": 1, "concat": 1})
+    s = R.split(var("x", 3, 32), (12,), axis=1)
+    ys = [R.multiply(item(s, k), var(f"b{k}", c)) for k, c in enumerate((12, 20))]
+    applies(workload(outputs(*ys)), rules.split_of_broadcast(), {"split": 1, "multiply": 1},
+            {"split": 1, "multiply": 1, "concat": 1})
+    ys = [R.add(p, var(f"b{k}", c, 1, 1)) for k, (p, c) in enumerate(zip(split_parts((2,)), (2, 4)))]
+    applies(workload(outputs(*ys)), rules.split_of_broadcast_variadic(), {"split": 1, "add": 1},
+            {"split": 1, "add": 1, "concat": 1})
+
+
+def test_lower_rank_operands_must_line_up_with_the_axis(rejects):
+    # rows split, each added to one (16,) vector broadcast over its rows: no axis of b is the split's
+    s = R.split(var("x", 4, 16), 2, axis=0)
+    for rule in (rules.split_of_broadcast(), rules.split_of_broadcast_variadic()):
+        rejects(workload(outputs(*[R.add(item(s, k), var(f"b{k}", 16)) for k in range(2)])), rule)
+    # the ranks of the two biases differ: (1, 3, 1, 1) and (3, 1, 1) do not concatenate
+    ys = [R.add(p, var(f"b{k}", *shape)) for k, (p, shape) in enumerate(zip(split_parts(2), ((1, 3, 1, 1), (3, 1, 1))))]
+    rejects(workload(outputs(*ys)), rules.split_of_broadcast())
+
+
+def test_concat_of_lower_rank_operands(applies):
+    a, c = var("x", 2, 3), var("y", 2, 5)
+    y = R.concat([R.add(a, var("p", 3)), R.add(c, var("q", 5))], axis=1)
+    applies(workload(y, inputs=("x", "y")), rules.concat_of_broadcast(), {"concat": 1, "add": 1},
+            {"concat": 2, "add": 1})
+    y = R.concat(branches([2, 3, 1], bias_shape=lambda c: (c, 1, 1)), axis=1)
+    applies(workload(y), rules.concat_of_broadcast_variadic(), {"nn.conv2d": 3, "concat": 1, "add": 1},
+            {"nn.conv2d": 3, "concat": 2, "add": 1})
+
+
+def test_conv_merges_take_lower_rank_biases_along(applies):
+    wl = workload(outputs(*[R.nn.relu(b) for b in branches([2, 3], bias_shape=lambda c: (c, 1, 1))]))
+    applies(wl, rules.parallel_conv_bias_act_variadic(), {"nn.conv2d": 1, "add": 1, "nn.relu": 1, "split": 1},
+            {"nn.conv2d": 1, "add": 1, "nn.relu": 1, "split": 1, "concat": 2})
+
+
 # --- in a pipeline ---------------------------------------------------------------------
 
 

@@ -62,6 +62,13 @@ def test_linear_layers_imported_from_pytorch_merge(same_outputs):
         assert result.workload.graph.op_counts()["relax.matmul"] == 1
         assert result.report.cost_after < result.report.cost_before
         same_outputs(wl, result.workload)
+    # TASO's bias-less merge comes first in tensat()+default(): the (16,) biases then meet the
+    # split parts, and are added as one
+    connected = [r for r in rules.tensat() + rules.default() if r.connected]
+    result = optimize(wl, connected, cost="gpu", mode="greedy")
+    assert "split_of_broadcast_variadic" in result.report.rules_used
+    assert result.workload.graph.op_counts()["relax.add"] == 2  # the merged bias add and q * k + v
+    same_outputs(wl, result.workload)
 
 
 @pytest.mark.parametrize("ew, name", [(R.exp, "exp"), (R.nn.relu, "nn.relu"), (R.sigmoid, "sigmoid")])
