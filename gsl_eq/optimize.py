@@ -412,6 +412,9 @@ def optimize(
     else:
         out, report.rules_used = chosen.workload, chosen.rules_used
         report.cost_after, report.calls_after = graph_cost(out.graph, model), _calls(out.graph)
+        if report.rules_used == []:
+            report.notes.append("no rule's rewrite is on the result: it is the input with the computations it "
+                                "repeats merged (an e-graph holds each once)")
     report.notes += [f"result: {unfolded} (TVM cannot build it; it stays a computation)"
                      for unfolded in out.unfolded if unfolded not in wl.unfolded]
     timings["total"] = time.perf_counter() - start

@@ -77,6 +77,16 @@ def test_a_greedy_run_that_returns_its_input_lists_no_rule_used(abs_relu_relu):
     assert not any(name.startswith("rules applied") for name in table)
 
 
+def test_a_result_that_only_merges_repeated_computations_says_so():
+    x = var("x", 4, 8)
+    wl = Workload.from_expr(R.add(R.abs(x), R.multiply(R.nn.relu(x), R.nn.relu(x))), {"x"})
+    report = optimize(wl, [abs_as_max()], mode="saturate", cost="opcount").report
+    assert report.applications == {"abs_as_max": 1} and report.rules_used == [] and not report.input_returned
+    assert (report.calls_before, report.calls_after) == (5, 4)
+    assert any(note.startswith("no rule's rewrite is on the result: it is the input with the computations it "
+                               "repeats merged") for note in report.notes)
+
+
 @pytest.mark.parametrize("mode", ["greedy", "saturate"])
 def test_when_no_rule_fires_the_input_is_returned_and_no_rule_is_used(abs_relu_relu, mode):
     x = pat.Wildcard()
