@@ -20,6 +20,7 @@ import copy
 import itertools
 import math
 import warnings
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -344,7 +345,10 @@ class Workload:
             raise WorkloadError(f"cannot save {path}: TVM does not read back the module's TVMScript "
                                 f"({first_line(e)})") from None
         path.write_text(text)
-        np.savez(params, **values)
+        with zipfile.ZipFile(params, "w") as archive:  # np.savez's format; its keywords could clash with names
+            for name, value in values.items():
+                with archive.open(f"{name}.npy", "w") as member:
+                    np.lib.format.write_array(member, np.asarray(value), allow_pickle=False)
         return path, params
 
     @staticmethod

@@ -278,6 +278,9 @@ def test_save_and_load_give_back_the_workload_constants_included(tmp_path):
 
 
 def test_load_without_parameters_keeps_them_inputs_and_names_a_bad_file(tmp_path):
+    x, w = tvar("x", 2, 3), tvar("file", 3)  # np.savez's own first argument's name
+    wl = Workload.from_expr(R.add(x, w), {"x"})
+    assert np.array_equal(Workload.load(wl.save(tmp_path / "f.py")[0]).params["file"], wl.params["file"])
     wl = Workload.from_expr(diamond_expr(), {"x"})
     module, params = wl.save(tmp_path / "d.py")
     params.unlink()
