@@ -49,15 +49,17 @@ def run_bounded(fn: Callable[[], T], seconds: float, enodes: int | None = None) 
         send.send(outcome)
         os._exit(0)
 
-    # not a daemon, so that it may fork workers (:func:`run_parallel`); it is killed below all the same
-    process = context.Process(target=child)
+    # not a daemon (whatever the caller is), so that it may fork workers (:func:`run_parallel`); it is
+    # killed below all the same
+    process = context.Process(target=child, daemon=False)
     # A fork has only the forking thread: anything that waits on the parent's thread pools hangs, as
     # freeing an egglog e-graph does (rayon). So the child never collects garbage (it is forked with
     # the collector off) and skips clean-up at exit.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        process.start()
+        with _may_start_children():
+            process.start()
     finally:
         if collecting:
             gc.enable()
@@ -79,6 +81,22 @@ def run_bounded(fn: Callable[[], T], seconds: float, enodes: int | None = None) 
             process.kill()
         process.join()
         receive.close()
+
+
+@contextlib.contextmanager
+def _may_start_children() -> Iterator[None]:
+    """Let a daemonic process (a ``multiprocessing.Pool`` worker calling ``optimize()``) start the
+    child. multiprocessing refuses, lest the child outlive it; :func:`run_bounded` kills the child
+    before it returns, and the child's own workers (:func:`run_parallel`) need it not daemonic."""
+    me = multiprocessing.current_process()
+    daemonic = me.daemon
+    if daemonic:
+        me.daemon = False
+    try:
+        yield
+    finally:
+        if daemonic:
+            me.daemon = True
 
 
 _task: Callable[[int], object] | None = None

@@ -67,3 +67,21 @@ def test_work_on_few_enodes_runs_in_this_process():
     assert run_bounded(os.getpid, 60, enodes=IN_PROCESS_ENODES + 1) != here
     assert run_bounded(os.getpid, 60) != here
     assert run_bounded(os.getpid, 0, enodes=1) is None, "no time left: nothing is run"
+
+
+def _bounded_in_a_pool_worker(_: int) -> tuple[bool, list[int]]:
+    import multiprocessing
+
+    daemonic = multiprocessing.current_process().daemon
+    squares = run_bounded(lambda: sorted(v for _, v in run_parallel(lambda i: i * i, 4, 2)), 60)
+    assert multiprocessing.current_process().daemon == daemonic  # restored
+    return daemonic, squares
+
+
+def test_a_pool_worker_may_run_a_bounded_computation():
+    """optimize() in a multiprocessing.Pool's worker: a daemonic process, which multiprocessing does not
+    let start a process of its own."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:  # spawn: this test process runs threads
+        assert pool.map(_bounded_in_a_pool_worker, [0]) == [(True, [0, 1, 4, 9])]

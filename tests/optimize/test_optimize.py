@@ -208,3 +208,25 @@ def test_measuring_is_not_charged_to_the_time_limit():
     assert report.stop_reason == "saturated" and report.extraction_status == "optimal"
     assert report.cost_after < report.cost_before
     assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-5)
+
+
+def _optimize_in_a_pool_worker(_: int) -> tuple[bool, int, str, bool]:
+    import multiprocessing
+
+    from gsl_eq.models import bert_encoder
+
+    result = optimize(bert_encoder(layers=4), rules.default() + rules.algebraic(), extractor="ilp")
+    report = result.report
+    return multiprocessing.current_process().daemon, report.enodes, report.extraction_status, not report.fallbacks
+
+
+def test_optimize_runs_in_a_multiprocessing_pool_worker():
+    """A Pool's workers are daemonic, and multiprocessing lets no daemonic process start one: the
+    exact extraction of an e-graph past IN_PROCESS_ENODES runs in a process of its own all the same."""
+    import multiprocessing
+
+    from gsl_eq.bounded import IN_PROCESS_ENODES
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:  # spawn: this test process runs threads
+        [(daemonic, enodes, status, checked)] = pool.map(_optimize_in_a_pool_worker, [0])
+    assert daemonic and enodes > IN_PROCESS_ENODES and status == "optimal" and checked
