@@ -8,14 +8,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_readmes_examples_run():
+def test_the_readmes_examples_run(tmp_path, monkeypatch):
+    from gsl_eq import Workload
+
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     assert blocks
+    monkeypatch.chdir(tmp_path)  # the files the examples write
     scope: dict = {}
     exec(compile("\n".join(blocks), "README.md", "exec"), scope)
     assert len(scope["subst"](scope["wl"]).graph) < len(scope["wl"].graph)  # the diamond folded into one conv
     report = scope["result"].report
     assert report.cost_after <= report.cost_before and not report.fallbacks
+    saved, optimized = Workload.load(tmp_path / "bert.opt.py"), scope["result"].workload
+    assert saved.mod.script() == optimized.mod.script() and saved.params.keys() == optimized.params.keys()
 
 
 def test_the_documentation_builds_without_warnings(tmp_path):
