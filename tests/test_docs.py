@@ -9,6 +9,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_readmes_examples_run(tmp_path, monkeypatch):
+    import numpy as np
+
     from gsl_eq import Workload
 
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
@@ -19,8 +21,9 @@ def test_the_readmes_examples_run(tmp_path, monkeypatch):
     assert len(scope["subst"](scope["wl"]).graph) < len(scope["wl"].graph)  # the diamond folded into one conv
     report = scope["result"].report
     assert report.cost_after <= report.cost_before and not report.fallbacks
-    saved, optimized = Workload.load(tmp_path / "bert.opt.py"), scope["result"].workload
-    assert saved.mod.script() == optimized.mod.script() and saved.params.keys() == optimized.params.keys()
+    saved, original = Workload.load(tmp_path / "bert.opt.py"), scope["bert_encoder"](layers=4)
+    inputs = original.random_inputs(0)
+    np.testing.assert_allclose(saved(**inputs), original(**inputs), rtol=1e-4, atol=1e-5)
 
 
 def test_the_documentation_builds_without_warnings(tmp_path):
