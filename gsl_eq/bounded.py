@@ -119,7 +119,9 @@ def run_parallel(task: Callable[[int], T], count: int, workers: int) -> Iterator
         return
     _task = task
     try:
-        with multiprocessing.get_context("fork").Pool(min(workers, count)) as pool:
+        with _may_start_children():
+            pool = multiprocessing.get_context("fork").Pool(min(workers, count))
+        with pool:
             yield from pool.imap_unordered(_run_task, range(count))
     finally:
         _task = None

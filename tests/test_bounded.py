@@ -74,6 +74,8 @@ def _bounded_in_a_pool_worker(_: int) -> tuple[bool, list[int]]:
 
     daemonic = multiprocessing.current_process().daemon
     squares = run_bounded(lambda: sorted(v for _, v in run_parallel(lambda i: i * i, 4, 2)), 60)
+    pids = {pid for _, pid in run_parallel(lambda i: os.getpid(), 4, 2)}  # a pool of its own, started here
+    assert pids and os.getpid() not in pids
     assert multiprocessing.current_process().daemon == daemonic  # restored
     return daemonic, squares
 
