@@ -212,26 +212,31 @@ def run(args) -> str:
         reference = bitset_greedy_dag_extract(egraph, roots) if enodes <= args.bitset_limit else None
         ilp = ilp_extract(egraph, roots, time_limit=args.ilp_time, warm_start=greedy)
         ilp.extractor = f"ilp ({ilp.solver or 'highs, no answer'})"
-        # the other solver on the same e-graph, in the same time
-        other = ilp_extract(egraph, roots, time_limit=args.ilp_time, warm_start=greedy,
-                            solver="highs" if ilp.solver == "cp-sat" else "cp-sat")
-        other.extractor = f"ilp ({other.solver or 'no answer'}, not chosen)"
-        highs, cpsat = (other, ilp) if ilp.solver == "cp-sat" else (ilp, other)
+        # each solver the exact extractor did not choose alone, on the same e-graph in the same time (both
+        # where its regions took different ones)
+        chosen = ilp.solver if ilp.solver in ("highs", "cp-sat") else "auto"
+        others = []
+        for solver in ("highs", "cp-sat"):
+            if solver != ilp.solver:
+                others.append(ilp_extract(egraph, roots, time_limit=args.ilp_time, warm_start=greedy, solver=solver))
+                others[-1].extractor = f"ilp ({solver}{', no answer' if others[-1].solver is None else ''}, not chosen)"
+        highs = ilp if ilp.solver == "highs" else others[0]
+        cpsat = ilp if ilp.solver == "cp-sat" else others[-1]
         # solved region by region: the same solver on the whole program, side by side
         whole = None
         if (ilp.regions or 1) > 1:
-            whole = ilp_extract(egraph, roots, time_limit=args.ilp_time, warm_start=greedy, solver=ilp.solver,
+            whole = ilp_extract(egraph, roots, time_limit=args.ilp_time, warm_start=greedy, solver=chosen,
                                 regions=False)
             whole.extractor = f"ilp ({ilp.solver}, whole program)"
             ilp.extractor = f"ilp ({ilp.solver}, {ilp.regions} regions)"
         # without the parts rows (gsl_eq.extract.parts): the same solver, side by side
         loose = None
         if Indexed(egraph).parts:
-            loose = ilp_extract(egraph, roots, time_limit=args.ilp_time, warm_start=greedy, solver=ilp.solver,
+            loose = ilp_extract(egraph, roots, time_limit=args.ilp_time, warm_start=greedy, solver=chosen,
                                 parts=False)
             loose.extractor = f"ilp ({ilp.solver}, no parts rows)"
         rows = []
-        for extraction in (tree, greedy, reference, ilp, whole, loose, other):
+        for extraction in (tree, greedy, reference, ilp, whole, loose, *others):
             if extraction is None and (extraction is whole or extraction is loose):
                 continue
             if extraction is None:
@@ -268,10 +273,12 @@ def run(args) -> str:
         f"ILP time limit {args.ilp_time:g} s per e-graph (warm start: the greedy DAG choice). "
         "Costs: roofline seconds for gsl_eq's zoo e-graphs, gpu-model seconds with fusion terms for tensat-gpu's, "
         "the file's costs for extraction-gym's TENSAT e-graphs. ILP solver: the exact "
-        "extractor's choice (CP-SAT where the e-graph has cycles, HiGHS otherwise); gap: against the solver's "
+        "extractor's choice (CP-SAT where the e-graph has cycles, HiGHS otherwise; both, named so, where "
+        "its regions took different ones); gap: against the solver's "
         "proved lower bound. Best known: CPLEX given 10 h (the SmoothE artifact). HiGHS / CP-SAT: the cost the "
         "HiGHS program (lazy cycle cuts) finds over CP-SAT's, each solver run on every e-graph in the same "
-        "time, whichever the exact extractor chose; CP-SAT's status and gap beside it. Regions: the programs "
+        "time, whichever the exact extractor chose (each solver alone where it took both); CP-SAT's status and gap "
+        "beside it. Regions: the programs "
         "the exact extractor solved, one per region (gsl_eq.extract.regions), where it found regions; then the "
         "same solver on the whole program in the same time: its seconds, its time and cost over the regions', "
         "its status. No parts rows: the same solver without the rows that take a used split's parts from it "
