@@ -394,7 +394,7 @@ def optimize(
         result_option = Alternative("result", _final_build(out, timings), report.rules_used)
         chosen = _select_measured(wl, itertools.chain([result_option], others), candidates, schedules, model,
                                   _reference(wl, report), report)
-    elif not report.applications:
+    elif not report.applications and report.cost_after >= before * (1 - 1e-9):
         chosen = None
         report.notes.append("no rule rewrote anything: the input is returned")
     elif report.cost_after > before or (mode == "saturate" and report.cost_after >= before * (1 - 1e-9)):
@@ -414,7 +414,7 @@ def optimize(
         report.cost_after, report.calls_after = graph_cost(out.graph, model), _calls(out.graph)
         if report.rules_used == []:
             report.notes.append("no rule's rewrite is on the result: it is the input with the computations it "
-                                "repeats merged (an e-graph holds each once)")
+                                "repeats merged (each computed once, as an e-graph holds it)")
     report.notes += [f"result: {unfolded} (TVM cannot build it; it stays a computation)"
                      for unfolded in out.unfolded if unfolded not in wl.unfolded]
     timings["total"] = time.perf_counter() - start

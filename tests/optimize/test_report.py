@@ -3,6 +3,7 @@ matches left alone counted per rule and reason; costs in one unit, speedup = bef
 
 import math
 
+import numpy as np
 import pytest
 from tvm import relax
 from tvm.relax import op as R
@@ -75,6 +76,21 @@ def test_a_greedy_run_that_returns_its_input_lists_no_rule_used(abs_relu_relu):
     assert table["rules used"] == "none: the input is returned"
     assert table["rewrites done (discarded)"] == "abs_as_max x1"
     assert not any(name.startswith("rules applied") for name in table)
+
+
+@pytest.mark.parametrize("mode", ["greedy", "saturate"])
+def test_where_no_rule_fires_the_repeated_computations_are_merged_all_the_same(mode):
+    x = var("x", 4, 8)
+    wl = Workload.from_expr(R.multiply(R.nn.relu(x), R.nn.relu(x)), {"x"})
+    y = pat.Wildcard()
+    never = Subst(op.Sigmoid(op.Sigmoid(y)), op.Sigmoid(y), name="never")
+    result = optimize(wl, [never], mode=mode, cost="opcount")
+    report = result.report
+    assert report.applications == {} and report.rules_used == [] and not report.input_returned
+    assert (report.calls_before, report.calls_after) == (3, 2)
+    assert any(note.startswith("no rule's rewrite is on the result") for note in report.notes)
+    inputs = wl.random_inputs(0)
+    np.testing.assert_array_equal(result.workload(**inputs), wl(**inputs))
 
 
 def test_a_result_that_only_merges_repeated_computations_says_so():
