@@ -335,15 +335,9 @@ class Workload:
         path, params = Path(path), params_path(path)
         lifted = [n for n in self._graph.rpo() if n.kind is Kind.CONST and not _spelled_in_script(n.value)]
         new_vars = self._param_vars(lifted)
-        graph = self._graph.replace(new_vars) if lifted else self._graph
-        graph = Graph([*graph.inputs, *new_vars.values()], graph.outputs, graph.returns_tuple)
         values = {**self._params, **{new_vars[n].name: n.value for n in lifted}}
-        text = (to_relax(graph) if lifted else self._mod).script()
-        try:
-            tvm.script.from_source(text)
-        except Exception as e:  # TVM's parser raises its own diagnostic errors
-            raise WorkloadError(f"cannot save {path}: TVM does not read back the module's TVMScript "
-                                f"({first_line(e)})") from None
+        text = (to_relax(self._with_params(new_vars)) if lifted else self._mod).script()
+        _parsed(text, f"cannot save {path}: TVM does not read back the module's TVMScript")
         path.write_text(text)
         with zipfile.ZipFile(params, "w") as archive:  # np.savez's format; its keywords could clash with names
             for name, value in values.items():
@@ -358,11 +352,10 @@ class Workload:
         a runtime input)."""
         path, params = Path(path), params_path(path)
         try:
-            mod = tvm.script.from_source(path.read_text())
+            text = path.read_text()
         except OSError as e:
             raise WorkloadError(f"cannot read {path}: {e.strerror}") from None
-        except Exception as e:  # TVM's parser raises its own diagnostic errors
-            raise WorkloadError(f"{path} is not TVMScript that TVM reads: {first_line(e)}") from None
+        mod = _parsed(text, f"{path} is not TVMScript that TVM reads")
         if not isinstance(mod, tvm.IRModule):
             raise WorkloadError(f"{path} holds a {type(mod).__name__}, not a module (an @I.ir_module class)")
         if not params.is_file():
@@ -382,6 +375,14 @@ class Workload:
 def params_path(path: str | Path) -> Path:
     """Where :meth:`Workload.save` writes the parameters of a module saved into ``path``."""
     return Path(path).with_suffix(".params.npz")
+
+
+def _parsed(text: str, problem: str) -> Any:
+    """What TVM's TVMScript parser reads from ``text``; its error as a WorkloadError saying ``problem``."""
+    try:
+        return tvm.script.from_source(text)
+    except Exception as e:  # TVM's parser raises its own diagnostic errors
+        raise WorkloadError(f"{problem}: {first_line(e)}") from None
 
 
 def _spelled_in_script(value: np.ndarray) -> bool:
