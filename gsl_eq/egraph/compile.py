@@ -166,9 +166,9 @@ class Query:
     #: The slots of each connected part of the source, when it has several (outputs sharing no
     #: node): each part is e-matched alone and its matches are paired (:meth:`program`).
     components: list[list[int]] = field(default_factory=list)
-    #: For a symmetric rule (``Subst(symmetric=True)``): each slot's mirror, the outputs swapped.
-    #: Only matches whose first output's hash is at most the second's are applied.
-    mirror: dict[int, int] | None = None
+    #: For a symmetric rule (``Subst(symmetric=True)``), one involution of the slots per two
+    #: neighbouring outputs, swapping them: only matches whose outputs' ranks ascend are applied.
+    mirrors: list[dict[int, int]] = field(default_factory=list)
     variants: dict[tuple, Variant] = field(default_factory=dict)
     seen: set[tuple[int, ...]] = field(default_factory=set)
     #: Per component, the component keys already combined into full keys.
@@ -240,19 +240,17 @@ class Query:
         return " ".join(facts)
 
     def one_of_mirrors(self) -> list[str]:
-        """For a symmetric rule, the fact keeping one match of each mirrored pair: the first
-        output's e-class hash is at most the second's (both kept on a tie: nothing is lost)."""
-        if self.mirror is None:
+        """For a symmetric rule, the facts keeping one match of each set of mirrored ones: the
+        outputs' e-class ranks ascend (``order``; ties kept both ways: every set keeps its sorted order)."""
+        if not self.mirrors:
             return []
-        first, second = self.outputs
-        return [f"(<= (num p{first}) (num p{second}))"]
+        return [f"(<= (order p{a}) (order p{b}))" for a, b in itertools.pairwise(self.outputs)]
 
-    def mirrored(self, key: tuple[int, ...]) -> tuple[int, ...]:
-        """The key of a match's mirror (a symmetric rule's outputs swapped)."""
-        assert self.mirror is not None
+    def mirrored(self, key: tuple[int, ...], mirror: dict[int, int]) -> tuple[int, ...]:
+        """The key of the match ``mirror`` (one of :attr:`mirrors`) makes of the match of ``key``."""
         position = list(itertools.accumulate((s.in_key for s in self.slots), initial=0))
         out = list(key)
-        for slot, image in self.mirror.items():
+        for slot, image in mirror.items():
             if self.slots[slot].in_key:
                 out[position[slot]] = key[position[image]]
         return tuple(out)
@@ -609,14 +607,15 @@ def compile_rule(rule: Subst, index: int, eg: EGraph, max_variadic: int = MAX_VA
             elif s.kind is Kind.TUPLE:
                 eg.declare(Kind.TUPLE, None, len(s.children))
         parts = _components(walk.slots)
-        swap = None
+        swaps = []
         if rule.symmetric:
-            swap = mirror(outputs, lambda i: walk.slots[i].children, lambda i: (walk.slots[i].kind, walk.slots[i].op))
-            if swap is None:
+            swaps = [mirror(pair, lambda i: walk.slots[i].children, lambda i: (walk.slots[i].kind, walk.slots[i].op))
+                     for pair in itertools.pairwise(outputs)]
+            if None in swaps:
                 raise UnsupportedRuleError(f"rule {rule.name} is symmetric, but the e-matched form of its source "
                                            "is not the same with its outputs swapped")
         queries.append(Query(rule, index, f"r{index}_{len(queries)}", walk.slots, outputs, walk.kept(outputs),
-                             parts if len(parts) > 1 else [], swap))
+                             parts if len(parts) > 1 else [], swaps))
     return queries
 
 

@@ -32,6 +32,13 @@ module only encodes graphs into it and reads it back:
   ``number`` ruleset computes it for new ones and keeps the first value on a
   union). The hashes of a match's e-classes put the match in one of ``BUCKETS``
   buckets, so the runner can apply a chosen share of a rule's matches;
+* ``(order e)`` ranks e-classes by the last variable they read: a variable's rank is its
+  place in the loaded graph (whose reverse post-order visits a concat's fields in order),
+  a constant's 0, an e-node's the highest of its children's; a union keeps the lower. A
+  symmetric rule applies one order of each set of matches, the one whose outputs' ranks
+  ascend (ties both ways): branches of one input in the order they are read, a merge of
+  the first ones before the next, so that the parts of merged branches come in the order
+  a concat reads them;
 * nodes are added with egglog command objects built directly (one ``union``
   per node): parsing text or binding one global ``let`` per node is superlinear
   in egglog, this is not.
@@ -73,7 +80,10 @@ PRELUDE = """
 (rule ((= e (Const c))) ((Foldable e)) :ruleset fold)
 (rule ((= e (GetItem i t)) (Foldable t)) ((Foldable e)) :ruleset fold)
 (function num (Expr) i64 :merge old)
+(function order (Expr) i64 :merge (min old new))
 (ruleset number)
+(rule ((= e (Const c))) ((set (order e) 0)) :ruleset number)
+(rule ((= e (GetItem i t)) (= o (order t))) ((set (order e) o)) :ruleset number)
 (relation Open (i64))
 (ruleset close)
 (rule ((Open b)) ((delete (Open b))) :ruleset close)
@@ -268,10 +278,13 @@ class EGraph:
             facts = " ".join([f"(= e {term})", *(f"(Foldable {x})" for x in children)])
             hashes = " ".join(f"(= n{i} (num {x}))" for i, x in enumerate(children))
             number = mix(str(3 + len(self.constructors)), "a", *(f"n{i}" for i in range(arity)))
+            ranks = " ".join(f"(= o{i} (order {x}))" for i, x in enumerate(children))
+            rank = functools.reduce(lambda a, b: f"(max {a} {b})", (f"o{i}" for i in range(arity)), "0")
             self.run(f"(constructor {name} (i64 {' '.join(['Expr'] * arity)}) Expr)\n"
                      f"(relation {want_relation(name)} (i64 {' '.join(['Expr'] * arity)} i64))\n"
                      f"(rule ({facts}) ((Foldable e)) :ruleset fold)\n"
                      f"(rule ((= e {term}) {hashes}) ((set (num e) {number})) :ruleset number)\n"
+                     f"(rule ((= e {term}) {ranks}) ((set (order e) {rank})) :ruleset number)\n"
                      f"(function Born_{name} (i64 {' '.join(['Expr'] * arity)}) i64 :merge (min old new))\n"
                      f"(rule ((= e {term}) (= now (Now))) ((set (Born_{name} a {' '.join(children)}) now))"
                      " :ruleset birth)")
@@ -321,6 +334,8 @@ class EGraph:
                 self.note_literal(name, literal)
             commands.append(egg.ActionCommand(egg.Union(SPAN, int_call("Id", k), term)))
             commands.append(egg.ActionCommand(egg.Set(SPAN, "num", [int_call("Id", k)], int_literal(scramble(k)))))
+            if node.kind is Kind.VAR:
+                commands.append(egg.ActionCommand(egg.Set(SPAN, "order", [int_call("Id", k)], int_literal(k))))
             if node.kind is Kind.VAR and node.name in self.params:
                 commands.append(egg.ActionCommand(egg.Expr_(SPAN, call("Foldable", int_call("Id", k)))))
         self.egg.run_program(*commands)

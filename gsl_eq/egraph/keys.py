@@ -53,8 +53,8 @@ class KeyDecisions:
                     q.seen.add(key)
                     args = [int_literal(v) for v in key]
                     decision = q.decide(eg, key)
-                    if q.mirror is not None:
-                        self._check_mirror(q, key, decision)
+                    if q.mirrors:
+                        self._check_mirrors(q, key, decision)
                     if isinstance(decision, str):
                         reasons = rejected.setdefault(name, {})
                         reasons[decision] = reasons.get(decision, 0) + 1
@@ -77,17 +77,19 @@ class KeyDecisions:
         if commands:
             eg.egg.run_program(*commands)
 
-    def _check_mirror(self, q: Query, key: tuple[int, ...], decision: object) -> None:
-        """A symmetric rule applies one of each mirrored pair of matches: both must be decided alike."""
-        other = q.mirrored(key)
-        if other == key:
-            return
-        verdict = q.decide(self.egraph, other)
-        if isinstance(verdict, str) != isinstance(decision, str):
-            raise UnsupportedRuleError(
-                f"rule {q.rule.name} is symmetric, but of a match and its mirror (the outputs swapped) one is "
-                f"accepted and the other rejected ({decision if isinstance(decision, str) else verdict}): its "
-                "outputs are not interchangeable; build it without symmetric=True")
+    def _check_mirrors(self, q: Query, key: tuple[int, ...], decision: object) -> None:
+        """A symmetric rule applies one of each set of mirrored matches: a match and each of its
+        mirrors (two neighbouring outputs swapped) must be decided alike."""
+        for mirror in q.mirrors:
+            other = q.mirrored(key, mirror)
+            if other == key:
+                continue
+            verdict = q.decide(self.egraph, other)
+            if isinstance(verdict, str) != isinstance(decision, str):
+                raise UnsupportedRuleError(
+                    f"rule {q.rule.name} is symmetric, but of a match and its mirror (two outputs swapped) one is "
+                    f"accepted and the other rejected ({decision if isinstance(decision, str) else verdict}): its "
+                    "outputs are not interchangeable; build it without symmetric=True")
 
     def _keys(self, *relations: tuple[str, int]) -> list[list[tuple[int, ...]]]:
         """The rows of each (key relation, arity), in one egglog call (only they are read, not the e-graph)."""

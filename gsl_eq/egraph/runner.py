@@ -153,8 +153,8 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         accepted: dict[str, int] = {}
         rejected: dict[str, dict[str, int]] = {}
         ticks, reason = [time.perf_counter()], None
-        if any(q.mirror is not None for qs in self.queries for q in qs):
-            eg.number()  # a symmetric rule's matches compare the e-class hashes of their outputs
+        if any(q.mirrors for qs in self.queries for q in qs):
+            eg.number()  # a symmetric rule's matches compare the ranks of their outputs (order)
         if not late and self._fast_possible(n, searched):
             try:
                 fast = self._fast(n, searched, banned, new_keys, accepted, rejected)

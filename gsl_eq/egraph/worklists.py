@@ -63,27 +63,33 @@ class Worklists:
                 self.backlog[k] -= applied
                 enodes += created * applied
                 if reason is not None:
-                    self._fill(k, created, applied, budget, counts)
+                    applied = self._fill(k, created, applied, budget, counts)
+                    if applied >= self.scheduler.limit(k) or not self.backlog[k]:
+                        # all the rule may apply this iteration fitted after all (its targets share
+                        # e-nodes with the e-graph): the room is not spent, the next rules go on
+                        reason, enodes = None, self.egraph.size()
             if reason is not None:
                 flush()
                 return reason
         flush()
         return None
 
-    def _fill(self, k: int, created: int, applied: int, budget: int, counts: Counts) -> None:
+    def _fill(self, k: int, created: int, applied: int, budget: int, counts: Counts) -> int:
         """Rule ``k`` was cut short by the room left: its ``created`` e-nodes per application are an
         upper bound (targets share e-nodes with the e-graph), so apply more of its matches while the
-        measured room, its limit and its backlog allow a round of at least an eighth of ``budget``."""
+        measured room, its limit and its backlog allow a round of at least an eighth of ``budget``.
+        Returns how many of its matches this iteration applied."""
         for _ in range(FILL_ROUNDS):
             more = min(math.floor(self._room(self.egraph.size())[0] / created), self.backlog[k],
                        self.scheduler.limit(k) - applied)
             if more < max(1, budget // 8):
-                return
+                break
             got = self._apply_buckets(k, more, counts, exact=True)
             if not got:
-                return
+                break
             self.backlog[k] -= got
             applied += got
+        return applied
 
     def _room(self, enodes: int) -> tuple[float, StopReason]:
         """How many e-nodes may still be added, and which limit says so."""

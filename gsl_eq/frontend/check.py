@@ -88,11 +88,21 @@ def _mirror_label(p: Pattern) -> Hashable:
 
 
 def check_symmetric(src: PatternGraph, loc: Loc) -> None:
-    """A rule declared symmetric has two source outputs and a :func:`mirror` swapping them."""
+    """A rule declared symmetric has two source outputs and a :func:`mirror` swapping them, or
+    one variadic output whose instances bind no index (a first instance has the others' form,
+    as every variadic's; its attributes may differ, as it commonly carries the constraints the
+    others are compared to: saturate mode decides the permuted matches too)."""
+    (out, *rest) = src.outputs
+    if isinstance(out, Variadic) and not rest:
+        if out.index is not None or any(isinstance(p, Alt) for p in src.rpo):
+            raise SourcePatternError(
+                f"the instances of variadic output {out!r} bind an index or contain an alternative, so they are "
+                "not interchangeable and the rule cannot be symmetric", loc)
+        return
     if len(src.outputs) != 2 or any(isinstance(p, (Variadic, Alt)) for p in src.rpo):
         raise OutputCountError(
-            f"a symmetric rule needs exactly two source outputs and no variadic or alternative pattern; "
-            f"this source has {len(src.outputs)} output(s)", loc)
+            f"a symmetric rule needs exactly two source outputs and no variadic or alternative pattern, or one "
+            f"variadic output; this source has {len(src.outputs)} output(s)", loc)
     if mirror(src.outputs, src.preds, _mirror_label) is None:
         raise SourcePatternError(
             f"source outputs {src.outputs[0]!r} and {src.outputs[1]!r} are not mirror images (the same ops, "

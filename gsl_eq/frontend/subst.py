@@ -45,7 +45,11 @@ class Subst:
     does for TASO's learned two-output rules: the e-graph grows by half as much,
     at the same best cost. The source must read the same with its outputs swapped
     (checked here); saturate mode raises if a guard accepts a match and rejects
-    its mirror. Greedy mode ignores it.
+    its mirror. A variadic output's instances may be declared interchangeable
+    too (they bind no index): saturate mode then applies one order of each set
+    of matches (merging n convs of one input: n! orders become one). The order
+    kept is the graph's (:mod:`gsl_eq.egraph.egraph`, ``order``), so merged
+    branches split back in the order a concat reads them. Greedy mode ignores it.
     Raises a :class:`GSLError` subclass naming the faulty element and its line
     when the rule is malformed.
     """

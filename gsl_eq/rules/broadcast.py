@@ -224,7 +224,11 @@ def _parallel_conv_then(name: str, activation: bool) -> Subst:
     # (and convs of floating-point values: the rule is meant for bias adds and scales, and the
     # soundness checker cannot run an integer conv's floor_mod by a random zero)
     floating = attr.In(z0.dtype, _FLOATS)
-    return Subst(src, tgt, name=name, where=[floating, _lines_up(conv0, b0, b0, 1), each])
+    # (and per-channel b_i, constant over the image, as a bias or a batch norm's scale: a b_i that
+    # varies over it is another branch's tensor, whose add the conv merge and split_of_broadcast
+    # move as well, and which add_associative puts beside every conv of an add chain)
+    per_channel = (b0.shape[-1] == 1) & (b0.shape[-2] == 1)
+    return Subst(src, tgt, name=name, where=[floating, _lines_up(conv0, b0, b0, 1), per_channel, each], symmetric=True)
 
 
 def parallel_conv_bias_variadic() -> Subst:

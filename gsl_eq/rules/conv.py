@@ -135,7 +135,7 @@ def parallel_conv_variadic() -> Subst:
     concat = concat_each(src, w, axis=0)
     conv = op.Conv2D(x, concat, **pat.same_attr(conv1, CONV_ATTRS))
     tgt = split_back(conv, src, w, 0, axis=1)
-    return Subst(src, tgt, name="parallel_conv_variadic")
+    return Subst(src, tgt, name="parallel_conv_variadic", symmetric=True)
 
 
 def parallel_conv_expand_kernels() -> Subst:
@@ -204,4 +204,4 @@ def parallel_group_conv_variadic() -> Subst:
     i = attr.Symbol()
     item = split[i]
     tgt = pat.Variadic(item, templates=[item], index=i)
-    return Subst(src, tgt, name="parallel_group_conv_variadic")
+    return Subst(src, tgt, name="parallel_group_conv_variadic", symmetric=True)

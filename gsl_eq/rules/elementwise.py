@@ -78,4 +78,4 @@ def merge_element_wise_variadic() -> Subst:
     i = attr.Symbol()
     same = pat.Cond(i >= 0, merged, merged)
     tgt = pat.Variadic(same, templates=[same], index=i)
-    return Subst(src, tgt, name="merge_element_wise_variadic")
+    return Subst(src, tgt, name="merge_element_wise_variadic", symmetric=True)

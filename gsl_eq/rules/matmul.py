@@ -42,4 +42,4 @@ def parallel_matmul_variadic() -> Subst:
     concat = concat_each(src, w, axis=1)
     mm = op.MatMul(x, concat, out_dtype=mm1.out_dtype)
     tgt = split_back(mm, src, w, 1, axis=-1)
-    return Subst(src, tgt, name="parallel_matmul_variadic")
+    return Subst(src, tgt, name="parallel_matmul_variadic", symmetric=True)

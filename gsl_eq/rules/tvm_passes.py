@@ -53,7 +53,7 @@ def parallel_matmul_bias_variadic() -> Subst:
     biases = concat_each(src, b, axis=0)
     combined = op.MatMul(x, weights, out_dtype=mm1.out_dtype) + biases
     tgt = split_back(combined, src, w, 1, axis=-1)
-    return Subst(src, tgt, name="parallel_matmul_bias_variadic")
+    return Subst(src, tgt, name="parallel_matmul_bias_variadic", symmetric=True)
 
 
 #: TVM pass name -> the functions building the rules that do its work, in order.

@@ -5,11 +5,12 @@ two-output rules; the source must read the same swapped, and the guards must agr
 import pytest
 from tvm import relax
 
-from gsl_eq import Subst, Workload, op, optimize, pat, rules
+from gsl_eq import Subst, Workload, attr, op, optimize, pat, rules
 from gsl_eq.egraph import Runner
 from gsl_eq.egraph.compile import UnsupportedRuleError
 from gsl_eq.frontend import InvalidOperandError, OutputCountError, SourcePatternError
 from gsl_eq.rules import taso_equations as taso
+from gsl_eq.rules._common import concat_each, split_back
 
 R = relax.op
 
@@ -115,3 +116,97 @@ def test_tensat_takes_the_learned_merges_of_one_input_as_symmetric():
     assert not by_name["taso:converted_multi.txt#6"].symmetric  # [relu(a), relu(b)]: no shared input
     assert not any(r.symmetric for r in taso.translation("predefined_multi.txt").rules)
     assert not by_name["taso:converted_multi.txt#0"].symmetric  # two different associativities
+
+
+# --- variadic outputs: one order of each set of matches ------------------------------------
+
+
+def variadic_matmul_merge(symmetric: bool, wider: bool = False) -> Subst:
+    """Two or more ``x @ w_k`` -> the parts of ``x @ concat(w_k)``; ``wider``: every weight after
+    the first has one column more than the first (a guard that tells the instances apart)."""
+    x, w1 = pat.Wildcard(), pat.Variable(ndim=2)
+    w = pat.Variable(shape=(w1.shape[0], w1.shape[1] + 1 if wider else None), dtype=w1.dtype)
+    mm = op.MatMul(x, w)
+    src = pat.Variadic(mm, templates=[mm, w], first=[op.MatMul(x, w1), w1], min_len=2)
+    merged = op.MatMul(x, concat_each(src, w, axis=1))
+    return Subst(src, split_back(merged, src, w, 1, axis=-1), name="merge_all", symmetric=symmetric)
+
+
+def test_a_symmetric_variadic_rule_applies_one_order_of_each_set():
+    wl = projections(4)
+    every = Runner(wl.graph, [variadic_matmul_merge(False)], iter_limit=1).run().iterations[0]
+    one = Runner(wl.graph, [variadic_matmul_merge(True)], iter_limit=1).run().iterations[0]
+    assert every.applied == {"merge_all": 4 * 3 + 4 * 3 * 2}  # ordered pairs and triples (MAX_VARIADIC)
+    assert one.applied == {"merge_all": 6 + 4}  # the pairs and the triples as sets
+    assert one.enodes < every.enodes / 2
+
+
+def test_a_symmetric_variadic_rule_reaches_the_same_best_graph(same_outputs):
+    wl = projections(4)
+    settings = dict(mode="saturate", cost=MatmulHeavy(), iter_limit=3, cycles="filter")
+    every = optimize(wl, [variadic_matmul_merge(False)], **settings)
+    one = optimize(wl, [variadic_matmul_merge(True)], **settings)
+    assert one.report.enodes < every.report.enodes / 2  # 73 against 249
+    assert one.report.cost_after == every.report.cost_after
+    # three merged, and the fourth alone (a merged weight is a concat, not a parameter)
+    assert one.workload.graph.op_counts()["relax.matmul"] == 2
+    same_outputs(wl, one.workload)
+
+
+def branches(channels: tuple[int, ...]) -> Workload:
+    """Conv + bias + relu branches of one input, with ``channels`` output channels, concatenated."""
+    x = relax.Var("x", relax.TensorType((1, 4, 6, 6), "float32"))
+    out = []
+    for k, c in enumerate(channels):
+        w = relax.Var(f"w{k}", relax.TensorType((c, 4, 1, 1), "float32"))
+        b = relax.Var(f"b{k}", relax.TensorType((1, c, 1, 1), "float32"))
+        out.append(R.nn.relu(R.add(R.nn.conv2d(x, w), b)))
+    return Workload.from_expr(R.concat(out, axis=1), {"x"})
+
+
+def test_merged_branches_split_back_in_the_order_a_concat_reads_them(same_outputs):
+    """Of each set of matches, the one whose outputs come in the order the graph reads them is
+    applied: three branches concatenated become one conv, its split and the concat cancelling."""
+    wl = branches((2, 3, 4))
+    result = optimize(wl, rules.default(), mode="saturate", cost="gpu")
+    assert result.report.iterations[0]["applied"]["parallel_conv_bias_act_variadic"] == 3 + 1  # 12 in every order
+    assert result.workload.graph.op_counts() == {"relax.nn.conv2d": 1, "relax.add": 1, "relax.nn.relu": 1}
+    same_outputs(wl, result.workload)
+
+
+def test_the_librarys_merges_of_one_input_are_symmetric(same_outputs):
+    """The library's conv merges, unordered (as built) and in every order (the same rules without
+    ``symmetric``), on four branches: the same best graph in a third of the e-graph."""
+    merges = [r for r in rules.default() if r.symmetric]
+    assert {r.name for r in merges} >= {"parallel_conv_variadic", "parallel_conv_bias_variadic",
+                                        "parallel_conv_bias_act_variadic", "parallel_matmul_variadic",
+                                        "parallel_matmul_bias_variadic", "merge_element_wise_variadic"}
+    ordered = [Subst(r.source.outputs[0], r.target.outputs[0], name=r.name, where=r.where) if r.symmetric else r
+               for r in rules.default()]
+    wl = branches((2, 3, 4, 5))
+    one = optimize(wl, rules.default(), mode="saturate", cost="gpu")
+    every = optimize(wl, ordered, mode="saturate", cost="gpu")
+    assert one.report.iterations[0]["applied"]["parallel_conv_bias_act_variadic"] == 6 + 4
+    assert every.report.iterations[0]["applied"]["parallel_conv_bias_act_variadic"] == 12 + 24
+    assert one.report.enodes < every.report.enodes / 3  # 195 against 671
+    assert one.report.cost_after == every.report.cost_after < one.report.cost_before
+    same_outputs(wl, one.workload)
+
+
+def test_guards_that_tell_variadic_instances_apart_are_refused():
+    with pytest.raises(UnsupportedRuleError, match="merge_all.*one is accepted and the other rejected"):
+        optimize(projections(3), [variadic_matmul_merge(True, wider=True)], mode="saturate", cost=MatmulHeavy(),
+                 iter_limit=2)
+
+
+def test_a_symmetric_variadic_needs_interchangeable_instances():
+    def merge(index=None) -> Subst:
+        x, w = pat.Wildcard(), pat.Variable()
+        mm = op.MatMul(x, w)
+        out = op.ReLU(x)
+        return Subst(pat.Variadic(mm, templates=[mm, w], index=index, min_len=2), pat.Variadic(out, templates=[out]),
+                     symmetric=True)
+
+    assert merge().symmetric
+    with pytest.raises(SourcePatternError, match="bind an index"):
+        merge(index=attr.Symbol())

@@ -215,7 +215,7 @@ def _optimize_in_a_pool_worker(_: int) -> tuple[bool, int, str, bool]:
 
     from gsl_eq.models import bert_encoder
 
-    result = optimize(bert_encoder(layers=4), rules.default() + rules.algebraic(), extractor="ilp")
+    result = optimize(bert_encoder(layers=8), rules.default() + rules.algebraic(), extractor="ilp")
     report = result.report
     return multiprocessing.current_process().daemon, report.enodes, report.extraction_status, not report.fallbacks
 

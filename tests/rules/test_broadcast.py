@@ -216,6 +216,10 @@ def test_parallel_conv_bias_rejects(rejects):
             rules.parallel_conv_bias_variadic())
     rejects(workload(outputs(*[act(b) for act, b in zip((R.nn.relu, R.sigmoid), branches([2, 3]))])),
             rules.parallel_conv_bias_act_variadic())
+    # a tensor varying over the image (another branch's, a residual) rather than a per-channel bias
+    for rule in (rules.parallel_conv_bias_variadic(), rules.parallel_conv_bias_act_variadic()):
+        full = branches([2, 3], bias_shape=lambda c: (1, c, 6, 6))
+        rejects(workload(outputs(*[R.nn.relu(b) for b in full])), rule)
 
 
 def test_tensat_setting_merges_conv_bias_relu(same_outputs):

@@ -161,7 +161,7 @@ def test_an_enlarge_to_the_kernels_own_size_is_the_kernel(same_outputs):
         lhs, rhs = taso.translation("predefined_multi.txt").equations[f"taso:predefined_multi.txt#{k}"]
         either.append(taso.translate(list(lhs), list(rhs), f"either #{k}", symmetric=True, enlarging=None))
     padded = optimize(wl, either, **settings).report
-    assert padded.enodes > 1.5 * result.report.enodes and padded.cost_after == result.report.cost_after
+    assert padded.enodes > result.report.enodes and padded.cost_after == result.report.cost_after
 
 
 def test_the_enlarge_merge_fuses_a_fire_module(same_outputs):

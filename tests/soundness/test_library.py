@@ -11,8 +11,9 @@ from gsl_eq.soundness import Verdict, check_rule
 LIBRARY = {r.name: r for group in (rules.all(), rules.algebraic(), rules.ring(), rules.tvm_equivalents()) for r in group}
 LEGALIZING = {r.name for r in rules.legalize()}
 #: Rules whose guards few random draws satisfy (every part of a split matched, biases agreeing off
-#: the axis): more draws to find their three instances.
-HARD_TO_DRAW = {"split_of_broadcast_variadic": 120}
+#: the axis, per-channel biases of convs): more draws to find their three instances.
+HARD_TO_DRAW = {"split_of_broadcast_variadic": 120, "parallel_conv_bias_variadic": 120,
+                "parallel_conv_bias_act_variadic": 120}
 
 
 @pytest.mark.parametrize("name", sorted(set(LIBRARY) - LEGALIZING))
