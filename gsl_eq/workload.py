@@ -511,7 +511,9 @@ def random_array(ty: Any, rng: np.random.Generator, dtype: str = "float32") -> n
 
 def _random_of(ty: TensorType, rng: np.random.Generator) -> np.ndarray:
     if np.issubdtype(np.dtype(ty.dtype), np.integer):
-        return rng.integers(0, 8, size=ty.shape).astype(ty.dtype)
+        # never 0: an integer division by zero in compiled code is a hardware fault that ends
+        # the process (SIGFPE), not an exception a check could report
+        return rng.integers(1, 8, size=ty.shape).astype(ty.dtype)
     if ty.dtype == "bool":
         return rng.random(ty.shape) < 0.5
     if len(ty.shape) < 2:

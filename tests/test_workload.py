@@ -229,6 +229,18 @@ def test_random_integer_inputs_stay_in_range_for_what_they_index():
     np.testing.assert_array_equal(flat_taken, x_value.reshape(-1)[inputs["flat"]])
 
 
+def test_random_integers_never_divide_by_zero():
+    """An integer division by zero in compiled code ends the process (SIGFPE): random integer
+    inputs and parameters are drawn from 1 to 7, never 0."""
+    a, b = var("a", 64, dtype="int32"), var("b", 64, dtype="int32")
+    wl = Workload.from_expr(relax.Tuple([R.floor_divide(a, b), R.floor_mod(a, b)]), {"a"})
+    inputs = wl.random_inputs(seed=0)
+    assert inputs["a"].min() >= 1 and wl.params["b"].min() >= 1 and inputs["a"].max() <= 7
+    quotient, remainder = wl(**inputs)
+    np.testing.assert_array_equal(quotient, inputs["a"] // wl.params["b"])
+    np.testing.assert_array_equal(remainder, inputs["a"] % wl.params["b"])
+
+
 def test_a_workload_pickles_through_its_graph_however_deep():
     import pickle
 
