@@ -50,6 +50,7 @@ from .broadcast import (
     split_of_broadcast,
     split_of_broadcast_variadic,
     split_of_element_wise,
+    split_of_split_broadcast,
 )
 from .cpu import conv1x1_as_matmul, cpu, strided_conv1x1_as_matmul
 from .conv import (
@@ -83,7 +84,7 @@ __all__ = [
     "matmul_factor_left", "mul_associative", "mul_associative_left", "mul_commutative", "mul_distributes",
     "mul_factors", "ring",
     "concat_of_broadcast", "concat_of_broadcast_variadic", "split_of_broadcast", "split_of_broadcast_variadic",
-    "split_of_element_wise", "parallel_conv_bias_act_variadic", "parallel_conv_bias_variadic",
+    "split_of_element_wise", "split_of_split_broadcast", "parallel_conv_bias_act_variadic", "parallel_conv_bias_variadic",
     "parallel_conv_expand_kernels_bias_act",
     "TVM_PASSES", "all", "conv1x1_as_matmul", "cpu", "strided_conv1x1_as_matmul", "bias_add_add", "bias_add_right", "bool_cumsum", "bool_equal", "conv_batch_norm", "conv_mul", "conv_shortcut_add", "default",
     "diamond_conv_add", "dispatch_tuple", "fusion", "identity_reshape", "lower_batch_norm", "lower_layer_norm",
@@ -109,7 +110,7 @@ def fusion() -> list[Subst]:
         parallel_conv_expand_kernels(),
         parallel_matmul_bias_variadic(), parallel_matmul_variadic(), parallel_matmul(),
         merge_element_wise_variadic(), merge_element_wise(),
-        split_of_broadcast_variadic(), split_of_broadcast(), split_of_element_wise(),
+        split_of_broadcast_variadic(), split_of_broadcast(), split_of_split_broadcast(), split_of_element_wise(),
     ]
 
 
@@ -133,7 +134,7 @@ def default() -> list[Subst]:
         conv_shortcut_add(),
         parallel_conv_bias_act_variadic(), parallel_conv_bias_variadic(), parallel_conv_variadic(),
         parallel_matmul_bias_variadic(), parallel_matmul_variadic(),
-        merge_element_wise_variadic(), split_of_broadcast_variadic(), split_of_element_wise(),
+        merge_element_wise_variadic(), split_of_broadcast_variadic(), split_of_split_broadcast(), split_of_element_wise(),
     ]
 
 

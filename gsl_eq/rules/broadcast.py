@@ -185,6 +185,34 @@ def split_of_broadcast_variadic() -> Subst:
                  where=[_every_part(src, item, split), _broadcasts(src(item, 0), src(b, 0)), each])
 
 
+def split_of_split_broadcast() -> Subst:
+    """``bop(split(y)[i], split(z)[i])`` for every part ``i`` of two like splits -> the parts of ``split(bop(y, z))``.
+
+    What :func:`split_of_broadcast_variadic` leaves to this rule: second operands of the parts'
+    own shape, the parts of a second split (NasRNN adds the parts of two merged matmuls, ``x``'s
+    and ``h``'s projections, part by part). One call on the two wholes instead of one per part.
+    When: ``y`` and ``z`` have one shape and dtype and are split alike (sections and axis), and
+    every part (in order, none left out) meets its counterpart.
+    """
+    # Input
+    y = pat.Wildcard()
+    z = pat.Wildcard(shape=y.shape, dtype=y.dtype)
+    split = op.Split(y)
+    other = op.Split(z, **pat.same_attr(split, ["indices_or_sections", "axis"]))
+    # Source pattern: bop(split(y)[i], split(z)[i]) for each i
+    bop = pat.OpWithTrait(spec.OpTrait.BROADCASTING)
+    i = attr.Symbol()
+    item, counterpart = split[i], other[i]
+    x = bop(item, counterpart)
+    src = pat.Variadic(x, templates=[x, item, counterpart], index=i, min_len=2)
+    # Target pattern: the parts of split(bop(y, z))
+    new = op.Split(bop(y, z), indices_or_sections=split.indices_or_sections, axis=split.axis)
+    j = attr.Symbol()
+    part = new[j]
+    tgt = pat.Variadic(part, templates=[part], index=j)
+    return Subst(src, tgt, name="split_of_split_broadcast", where=_every_part(src, item, split))
+
+
 def split_of_element_wise() -> Subst:
     """``ew(split(y)[i])`` for every part ``i`` of a split -> the parts of ``split(ew(y))``.
 

@@ -8,7 +8,7 @@ from gsl_eq.soundness import Verdict, check_rule
 from .support import R, item, ops, outputs, var, workload
 
 MINE = ["concat_of_broadcast_variadic", "concat_of_broadcast", "split_of_broadcast_variadic", "split_of_broadcast",
-        "split_of_element_wise", "parallel_conv_bias_act_variadic", "parallel_conv_bias_variadic",
+        "split_of_element_wise", "split_of_split_broadcast", "parallel_conv_bias_act_variadic", "parallel_conv_bias_variadic",
         "parallel_conv_expand_kernels_bias_act"]
 
 
@@ -53,6 +53,20 @@ def test_concat_of_a_broadcast_along_another_axis(applies):
     y = R.concat([R.subtract(a, var("p", 2, 3, 1)), R.subtract(c, var("q", 2, 5, 1))], axis=-2)
     applies(workload(y, inputs=("x", "y")), rules.concat_of_broadcast(), {"concat": 1, "subtract": 1},
             {"concat": 2, "subtract": 1})
+
+
+def test_split_of_split_broadcast(applies, rejects):
+    """Parts of two like splits, added part by part (NasRNN's projections of x and h): one add of
+    the wholes, split once."""
+    y, z = R.split(var("y", 2, 9), indices_or_sections=[2, 5], axis=1), R.split(var("z", 2, 9), [2, 5], axis=1)
+    sums = outputs(*[R.add(item(y, k), item(z, k)) for k in range(3)])
+    applies(workload(sums, inputs=("y", "z")), rules.split_of_split_broadcast(), {"add": 1, "split": 1})
+    # parts of one shape from wholes split unlike (along another axis), or a part left out
+    rows, cols = R.split(var("a", 4, 4), 2, axis=0), R.split(var("b", 2, 8), 2, axis=1)
+    rejects(workload(outputs(*[R.add(item(rows, k), item(cols, k)) for k in range(2)]), inputs=("a", "b")),
+            rules.split_of_split_broadcast())
+    rejects(workload(outputs(*[R.add(item(y, k), item(z, k)) for k in range(2)]), inputs=("y", "z")),
+            rules.split_of_split_broadcast())
 
 
 def test_full_shape_operands_are_no_broadcast(rejects):
