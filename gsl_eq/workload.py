@@ -236,7 +236,7 @@ class Workload:
 
     def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
         """Deterministic random values for every runtime input, by name: floats from U[-1, 1)
-        (data-sized, unlike parameters), booleans either way, integers from 0-7 — or, for
+        (data-sized, unlike parameters), booleans either way, integers from 1 to 7 (never a zero divisor) — or, for
         an input that indexes a tensor (``take``, ``gather_elements``, ``gather_nd``,
         directly or through reshapes and casts), from 0 to the indexed axis's size, so
         that every index is in range."""
