@@ -61,9 +61,7 @@ def _lines_up(a: pat.Pattern, b: pat.Pattern, b0: pat.Pattern, axis: Any) -> att
 
 def _broadcasts(a: pat.Pattern, b: pat.Pattern) -> attr.AttrExpr:
     """``b`` has fewer elements than ``a`` (a lower rank, or extent 1 where ``a`` has more): a bias
-    or a scale, not a tensor of ``a``'s shape. (Of an add of two tensors of one shape, both
-    orders match a rule's ``bop(a, b)``: a concat of n such adds, under ``add_commutative``,
-    would match in 2**n ways.)"""
+    or a scale, not a tensor of ``a``'s shape (why: the module's docstring)."""
     d = attr.Symbol("d")
     return attr.ReduceIndexed(attr.BinOp.OR, b.shape[d] != a.shape[d + a.ndim - b.ndim], d, b.ndim, b.ndim < a.ndim)
 
