@@ -556,15 +556,16 @@ def _solve(
                             parts, handover)[0]
             return found if found[0] is not None else (list(warm.choice.items()), "time limit", None, *found[3:])
 
-        chosen, status, bound, cuts, ran = solve_regions(egraph, graph, nodes, pieces, roots, deadline, search)
+        chosen, status, bound, cuts, ran, programs = solve_regions(egraph, graph, nodes, pieces, roots, deadline, search)
         order, _ = _walk(egraph, roots, chosen)
         outcome = [([(cls, chosen[cls]) for cls in order], status, bound, cuts, ran)]
     else:
+        programs = 1
         outcome = _search(egraph, roots, graph, nodes, _numbered(graph, fallback), deadline, k, solver, parts,
                           handover)
     ran = ", ".join(name for name in ("highs", "cp-sat") if any(name in o[4] for o in outcome)) or solver
     return ran, [(None if chosen is None else [(graph.position[cls], index) for cls, index in chosen],
-                  status, bound, cuts) for chosen, status, bound, cuts, _ in outcome], max(len(pieces), 1)
+                  status, bound, cuts) for chosen, status, bound, cuts, _ in outcome], programs
 
 
 def _numbered(graph: Indexed, choice: Mapping[Hashable, int]) -> dict[int, int]:

@@ -19,7 +19,10 @@ terms of ``s`` share nothing with the rest. The extraction is cut at a separator
   e-nodes: below that, a program of its own costs more to set up than it saves.
 
 Dominators are networkx's (Cooper, Harvey and Kennedy's algorithm). :func:`solve_regions`
-solves the regions with the exact extractor's search, and puts their answers together.
+solves the regions with the exact extractor's search, and puts their answers together. Repeated
+blocks (NasRNN's cells, a transformer's layers) make regions that pose the same problem: their
+classes differ, their e-nodes' costs, wiring and fusion do not (:func:`problem`). Such a problem
+is solved once, and its answer carried over to the others.
 """
 
 from __future__ import annotations
@@ -34,9 +37,9 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from ..bounded import run_parallel
-from .extractors import ENodeCost, ExtractGraph, ExtractionError, Indexed, dag_cost, tree_extract
+from .extractors import PART_OP, ENodeCost, ExtractGraph, ExtractionError, Indexed, dag_cost, tree_extract
 
-__all__ = ["Region", "always_read", "solve_regions", "split"]
+__all__ = ["Region", "always_read", "problem", "solve_regions", "split"]
 
 _TOP = -1  # the virtual top class the roots hang from
 MIN_REGION_SECONDS = 1.0
@@ -132,12 +135,13 @@ solvers that ran)."""
 def solve_regions(
     egraph: ExtractGraph, graph: Indexed, nodes: list[int], parts: list[Region], roots: Sequence[Hashable],
     deadline: float, search: Callable[[ExtractGraph, Sequence[Hashable], float], Answer],
-) -> tuple[dict[Hashable, int], str, float | None, int, str]:
+) -> tuple[dict[Hashable, int], str, float | None, int, str, int]:
     """One extraction, region by region: ``search(sub, heads, until)`` answers each region's
     e-graph (its kept e-nodes ``nodes``, with the head of each region it reads as a leaf class)
     for its heads by time ``until``. Returns the chosen e-node index per class of ``egraph``,
-    the status ("optimal" if every region's is), the lower bound, the cycle cuts and the solvers
-    that ran.
+    the status ("optimal" if every region's is), the lower bound, the cycle cuts, the solvers
+    that ran and the number of programs solved: regions posing one problem (:func:`problem`)
+    are solved once.
 
     Where every region's terms contain the heads it reads (its answer does not depend on what
     they cost: Inception's blocks, NasRNN's cells), the leaves cost nothing and the regions are
@@ -151,6 +155,7 @@ def solve_regions(
         kept[graph.node_class[node]].append(node)
     size = [sum(len(kept[cls]) for cls in part.classes) for part in parts]
     heads = [roots if part.head is None else [graph.classes[part.head]] for part in parts]
+    solved: dict[tuple, Answer] = {}  # per problem, its answer in the key's numbers
 
     def region(index: int, leaf_cost: Mapping[int, float]) -> dict[Hashable, list[ENodeCost]]:
         part = parts[index]
@@ -159,29 +164,43 @@ def solve_regions(
         sub.update((graph.classes[head], [ENodeCost(leaf_cost[head])]) for head in part.below)
         return sub
 
-    def solve(index: int, leaf_cost: Mapping[int, float], until: float) -> tuple:
+    def keyed(sub: ExtractGraph, index: int, own: list, until: float) -> Answer:
+        """Region ``index``'s answer (its e-graph ``sub``, numbered by its key as ``own``), each class
+        and e-node by its number in the key: so it crosses a process boundary and answers like regions."""
+        chosen, *rest = search(sub, heads[index], until)
+        number = {cls: (k, {i: p for p, i in enumerate(indices)}) for k, (cls, indices) in enumerate(own)}
+        return [(number[cls][0], number[cls][1][i]) for cls, i in chosen], *rest
+
+    def carried(index: int, sub: ExtractGraph, own: list, found: Answer) -> tuple:
         """(the chosen (class position, e-node index) pairs, leaves left out; cost; status; bound; cuts;
-        solvers)"""
-        sub = region(index, leaf_cost)
-        answer, status, bound, cuts, ran = search(sub, heads[index], until)
+        solvers) of region ``index`` (its e-graph ``sub``, numbered by its key as ``own``), from the
+        answer to its problem, ``found``."""
+        numbered, status, bound, cuts, ran = found
+        chosen = [(own[k][0], own[k][1][p]) for k, p in numbered]
         leaves = {graph.classes[head] for head in parts[index].below}
-        chosen = [(graph.position[cls], graph.node_index[kept[graph.position[cls]][i]])
-                  for cls, i in answer if cls not in leaves]
-        return chosen, dag_cost(sub, heads[index], dict(answer)), status, bound, cuts, ran
+        pairs = [(graph.position[cls], graph.node_index[kept[graph.position[cls]][i]])
+                 for cls, i in chosen if cls not in leaves]
+        return pairs, dag_cost(sub, heads[index], dict(chosen)), status, bound, cuts, ran
 
     free = dict.fromkeys((head for part in parts for head in part.below), 0.0)
-    if all(always_read(region(index, free), heads[index], [graph.classes[h] for h in part.below])
+    subs = [region(index, free) for index in range(len(parts))]
+    if all(always_read(subs[index], heads[index], [graph.classes[h] for h in part.below])
            for index, part in enumerate(parts)):
         workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        began, total = time.perf_counter(), sum(size)
-        largest_first = sorted(range(len(parts)), key=lambda index: -size[index])
+        key, own = zip(*(problem(subs[index], heads[index]) for index in range(len(parts))))
+        first = list(dict.fromkeys(key))
+        began = time.perf_counter()
+        total = sum(size[key.index(k)] for k in first)
+        largest_first = sorted(range(len(first)), key=lambda rank: -size[key.index(first[rank])])
 
-        def task(rank: int) -> tuple:
-            index = largest_first[rank]
-            share = (deadline - began) * min(workers, len(parts)) * size[index] / total
-            return solve(index, free, _until(deadline, share))
+        def task(rank: int) -> Answer:
+            index = key.index(first[largest_first[rank]])
+            share = (deadline - began) * min(workers, len(first)) * size[index] / total
+            return keyed(subs[index], index, own[index], _until(deadline, share))
 
-        answers = [answer for _, answer in run_parallel(task, len(parts), workers)]
+        for rank, found in run_parallel(task, len(first), workers):
+            solved[first[largest_first[rank]]] = found
+        answers = [carried(index, subs[index], own[index], solved[key[index]]) for index in range(len(parts))]
         known = all(answer[3] is not None for answer in answers)
         lower = sum(answer[3] for answer in answers) if known else None
     else:
@@ -189,19 +208,79 @@ def solve_regions(
         bounds: dict[int, float | None] = {}
         answers, left = [], sum(size)
         for index, part in enumerate(parts):
-            answer = solve(index, paid, _until(deadline, (deadline - time.perf_counter()) * size[index] / left))
+            sub = region(index, paid)
+            key, own = problem(sub, heads[index])
+            if key not in solved:
+                solved[key] = keyed(sub, index, own, _until(deadline, (deadline - time.perf_counter()) * size[index] / left))
             left -= size[index]
-            answers.append(answer)
-            key = -1 if part.head is None else part.head
-            bound, known = answer[3], all(bounds[head] is not None for head in part.below)
-            paid[key] = answer[1]
-            bounds[key] = (bound - sum(paid[head] - bounds[head] for head in part.below)
+            answers.append(carried(index, sub, own, solved[key]))
+            at = -1 if part.head is None else part.head
+            bound, known = answers[-1][3], all(bounds[head] is not None for head in part.below)
+            paid[at] = answers[-1][1]
+            bounds[at] = (bound - sum(paid[head] - bounds[head] for head in part.below)
                            if bound is not None and known else None)
         lower = bounds[-1]
     chosen = {graph.classes[cls]: index for answer in answers for cls, index in answer[0]}
     status = "optimal" if all(answer[2] == "optimal" for answer in answers) else "time limit"
     ran = ", ".join(dict.fromkeys(name for answer in answers for name in answer[5].split(", ")))
-    return chosen, status, lower, sum(answer[4] for answer in answers), ran
+    cuts = sum(found[3] for found in solved.values())
+    return chosen, status, lower, cuts, ran, len(solved)
+
+
+def problem(sub: ExtractGraph, heads: Sequence[Hashable]) -> tuple[tuple, list[tuple[Hashable, list[int]]]]:
+    """What an extraction of ``sub`` for ``heads`` depends on, up to the names of its classes and
+    the order of their e-nodes, and how the key numbers them: per class reached from the heads,
+    breadth first, its e-nodes' costs, whether they take a split's part, their fusion data and their
+    children by number. Two regions with one key are one problem: the answer to one, its classes
+    and e-nodes renumbered, answers the other. Returns the key and, in its order, each class with
+    the indices of its e-nodes in key order.
+
+    The e-nodes of a class come in the order the e-graph lists them, which differs between like
+    blocks; the key takes them in the order of a colour refinement (a class coloured by its e-nodes
+    and its readers, an e-node by its own data and its children's colours, until the colours part
+    the classes no further), the e-graph's order breaking ties. A key describes its problem whole:
+    two keys are equal only for one problem; refinement only makes like regions find one key."""
+    def own(node: ENodeCost) -> tuple:
+        return node.cost, node.op == PART_OP, node.opens, node.prologue
+
+    readers: dict[Hashable, list[tuple[Hashable, tuple, int]]] = defaultdict(list)
+    for cls, nodes in sub.items():
+        for node in nodes:
+            for place, child in enumerate(node.children):
+                readers[child].append((cls, own(node), place))
+    colour = dict.fromkeys(sub, 0)
+
+    def node_colour(node: ENodeCost) -> int:
+        return hash((own(node), tuple(colour[child] for child in node.children),
+                     tuple((colour[child], saving) for child, saving in node.fusible)))
+
+    parted = 1
+    while True:
+        colour = {cls: hash((tuple(sorted(map(node_colour, nodes))),
+                             tuple(sorted(hash((colour[reader], data, place)) for reader, data, place in readers[cls]))))
+                  for cls, nodes in sub.items()}
+        parted, before = len(set(colour.values())), parted
+        if parted <= before:
+            break
+    number: dict[Hashable, int] = {}
+    order: list[tuple[Hashable, list[int]]] = []
+
+    def numbered(cls: Hashable) -> int:
+        if cls not in number:
+            number[cls] = len(order)
+            nodes = sub[cls]
+            order.append((cls, sorted(range(len(nodes)), key=lambda index: node_colour(nodes[index]))))
+        return number[cls]
+
+    for head in heads:
+        numbered(head)
+    shape = []
+    for cls, indices in order:  # grows as children are numbered
+        nodes = sub[cls]
+        shape.append(tuple((*own(nodes[index]), tuple(numbered(child) for child in nodes[index].children),
+                            tuple((numbered(child), saving) for child, saving in nodes[index].fusible))
+                           for index in indices))
+    return (tuple(number[head] for head in heads), tuple(shape)), order
 
 
 def _until(deadline: float, share: float) -> float:
