@@ -279,7 +279,8 @@ def run(args) -> str:
         "HiGHS program (lazy cycle cuts) finds over CP-SAT's, each solver run on every e-graph in the same "
         "time, whichever the exact extractor chose (each solver alone where it took both); CP-SAT's status and gap "
         "beside it. Regions: the programs "
-        "the exact extractor solved, one per region (gsl_eq.extract.regions), where it found regions; then the "
+        "the exact extractor solved, one per region (gsl_eq.extract.regions; like regions, one for all), where it "
+        "found regions; then the "
         "same solver on the whole program in the same time: its seconds, its time and cost over the regions', "
         "its status. No parts rows: the same solver without the rows that take a used split's parts from it "
         "(gsl_eq.extract.parts), where the e-graph has parts: its seconds, its time and cost over the ILP's, its status.",

@@ -193,7 +193,7 @@ def timed(row: dict, paper_s: float) -> str:
     """Where a search slower than TENSAT's spends its time, and what the extraction program alone
     costs without fusion terms (optimized under TASO's fusion: activations into convs and matmuls
     only, nearer TENSAT's program, which prices each e-node alone)."""
-    programs = f"{row['regions']} programs, one per region" if (row["regions"] or 1) > 1 else "one program"
+    programs = f"{row['regions']} programs by region, like regions solved once" if (row["regions"] or 1) > 1 else "one program"
     parts = [f"- **{row['model']}** ({row['rules']}, {row['search_s']:.2f} s against {paper_s} s): in the first "
              f"run, saturation {row['saturate_s']:.2f} s; extraction {row['extract_s']:.2f} s ({row['solver']}, {programs})."]
     taso = run(row["model"], row["rules"], SETTINGS["node_limit"], graphs=row["graphs"], taso_pricing=True)

@@ -109,7 +109,7 @@ class OptimizeReport:
     extractor: str | None = None
     extraction_status: str | None = None
     solver: str | None = None  # the exact extractor's: "highs", or "cp-sat" on a cyclic e-graph
-    regions: int | None = None  # the exact extractor's: programs solved, one per region (gsl_eq.extract.regions)
+    regions: int | None = None  # the exact extractor's: programs solved, one per region, like ones once (gsl_eq.extract.regions)
     gap: float | None = None
     extracted_cost: float | None = None  # the chosen graph's cost in the e-graph (folded computations free)
     greedy_dag_cost: float | None = None  # the greedy DAG extractor's, which warm-starts the ILP

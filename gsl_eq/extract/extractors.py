@@ -102,7 +102,7 @@ class Extraction:
     status: str = ""
     cycle_cuts: int | None = None  # the exact extractor's: cycles cut off before its solution was acyclic
     solver: str = ""  # the exact extractor's: "highs" or "cp-sat"
-    regions: int | None = None  # the exact extractor's: programs solved, one per region (1: the whole e-graph)
+    regions: int | None = None  # the exact extractor's programs: 1, the whole e-graph, or one per region (like ones once)
 
 
 # --- the chosen graph ------------------------------------------------------------------------

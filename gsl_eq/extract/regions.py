@@ -212,7 +212,8 @@ def solve_regions(
             sub = region(index, paid)
             key, own = problem(sub, heads[index])
             if key not in solved:
-                solved[key] = keyed(sub, index, own, _until(deadline, (deadline - time.perf_counter()) * size[index] / left))
+                share = (deadline - time.perf_counter()) * size[index] / left
+                solved[key] = keyed(sub, index, own, _until(deadline, share))
             left -= size[index]
             answers.append(carried(index, sub, own, solved[key]))
             at = -1 if part.head is None else part.head
@@ -255,11 +256,14 @@ def problem(sub: ExtractGraph, heads: Sequence[Hashable]) -> tuple[tuple, list[t
         return hash((own(node), tuple(colour[child] for child in node.children),
                      tuple((colour[child], saving) for child, saving in node.fusible)))
 
+    def class_colour(cls: Hashable) -> int:
+        below = sorted(map(node_colour, sub[cls]))
+        above = sorted(hash((colour[reader], data, place)) for reader, data, place in readers[cls])
+        return hash((tuple(below), tuple(above)))
+
     parted = 1
     while True:
-        colour = {cls: hash((tuple(sorted(map(node_colour, nodes))),
-                             tuple(sorted(hash((colour[reader], data, place)) for reader, data, place in readers[cls]))))
-                  for cls, nodes in sub.items()}
+        colour = {cls: class_colour(cls) for cls in sub}
         parted, before = len(set(colour.values())), parted
         if parted <= before:
             break
