@@ -639,11 +639,11 @@ def _search(
 
 
 #: A program of fewer kept e-nodes is solved whole; a larger one region by region (:mod:`.regions`), in
-#: regions of at least a quarter of that. On the gpu e-graphs of TENSAT's graphs under tensat and
-#: tensat+default, 2,000 against 4,000: NasRNN's 2,177 e-nodes in 0.37 s for 0.45 (its like cells solved
-#: once), its 6,965 in 3.9 s for 4.3, the others within 0.02 s; below, NasNet-A's 1,362 took 0.24 s as four
-#: regions for 0.19 whole: a program of its own costs more than it saves there.
-REGION_NODES = 2000
+#: regions of at least a quarter of that. HiGHS solves NasRNN's 2,177 e-nodes in 0.45 s whole, 0.37 s as
+#: three regions from 2,000 (its like cells solved once), but the zoo's NasNet-A (2,912 e-nodes under
+#: default() + algebraic()) in 0.72 s whole and 1.08 s as two regions: a program of its own costs more
+#: than it saves below some thousands.
+REGION_NODES = 4000
 
 
 def _cycles(graph: Indexed, roots: list[int], choice: dict[int, int]) -> list[list[int]]:

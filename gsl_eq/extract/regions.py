@@ -5,8 +5,7 @@ reads the one before it through a single e-class, its input, and nothing above t
 reaches below it except through it. The cheapest term of such a class does not depend on
 what is chosen above it, so the exact extractor solves it on its own and the rest of the
 e-graph sees the class as a leaf of that cost (:func:`~gsl_eq.extract.ilp.ilp_extract`):
-Inception-v3's 7,200-e-node program under TENSAT's settings becomes nine of 760 to 960
-e-nodes and the roots' of two.
+Inception-v3's 7,200-e-node program under TENSAT's settings becomes five of 760 to 1,730.
 
 A *separator* is an e-class ``s`` that dominates every class below it: in the graph of
 e-classes (an edge from a class to each child class of its kept e-nodes, the roots hanging
