@@ -136,15 +136,15 @@ def ilp_extract(
     put e-classes on a cycle, HiGHS otherwise, fusion rows (:mod:`.fusion`) or not, and CP-SAT
     for a program HiGHS cannot presolve within :data:`HIGHS_SHARE` of its time. The result's ``solver`` says which
     ran (``"highs, cp-sat"``: both, in turn). (On the 14 gpu e-graphs of TENSAT's graphs under its
-    rules, side by side with the same 60 s (BENCHMARKS.md, extraction-gpu), HiGHS found the same
-    cost as CP-SAT on 13, a lower one on the 14th, and proved all 14 optimal; CP-SAT proved 12.)
+    rules, side by side with the same 60 s (BENCHMARKS.md, extraction-gpu), HiGHS and CP-SAT found
+    the same cost on all 14 and proved each optimal.)
 
     ``regions``: a large e-graph is solved region by region where it has regions
     (:mod:`.regions`), with the same optimum; the result's ``regions`` counts the programs
-    solved (1: one for the whole). False solves it whole. (On those 14 e-graphs, 5 have
-    regions. On the whole program HiGHS took 6.1 and 11.7 times as long on two (NasRNN's 36.3 s
-    for 6.0), left Inception-v3's and NasNet-A's open at 60 s (13.4 and 12.3 s by regions) and was
-    faster only on ResNeXt-50's two regions, 2.0 s for 2.5.)
+    solved (1: one for the whole; like regions are solved once). False solves it whole. (On those
+    14 e-graphs, 5 have regions. On the whole program HiGHS took 4.9 and 2.7 times as long on two
+    (NasRNN's 19.3 s for 3.9, NasNet-A's 37.8 s for 13.9), left Inception-v3's and SqueezeNet's open
+    at 60 s (11.2 and 2.8 s by regions) and was faster only on ResNeXt-50's two regions, 3.4 s for 5.5.)
 
     ``parts``: the programs take a used split's parts from it (:mod:`.parts`); False searches every
     graph, those that compute a part twice too (BENCHMARKS.md's extraction-gpu section sets the
