@@ -188,18 +188,19 @@ def solve_regions(
            for index, part in enumerate(parts)):
         workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         key, own = zip(*(problem(subs[index], heads[index]) for index in range(len(parts))))
-        first = list(dict.fromkeys(key))
-        began = time.perf_counter()
-        total = sum(size[key.index(k)] for k in first)
-        largest_first = sorted(range(len(first)), key=lambda rank: -size[key.index(first[rank])])
+        first: dict[tuple, int] = {}  # per problem, the first region posing it
+        for index, problem_key in enumerate(key):
+            first.setdefault(problem_key, index)
+        began, total = time.perf_counter(), sum(size[index] for index in first.values())
+        largest_first = sorted(first.values(), key=lambda index: -size[index])
 
         def task(rank: int) -> Answer:
-            index = key.index(first[largest_first[rank]])
+            index = largest_first[rank]
             share = (deadline - began) * min(workers, len(first)) * size[index] / total
             return keyed(subs[index], index, own[index], _until(deadline, share))
 
         for rank, found in run_parallel(task, len(first), workers):
-            solved[first[largest_first[rank]]] = found
+            solved[key[largest_first[rank]]] = found
         answers = [carried(index, subs[index], own[index], solved[key[index]]) for index in range(len(parts))]
         known = all(answer[3] is not None for answer in answers)
         lower = sum(answer[3] for answer in answers) if known else None
