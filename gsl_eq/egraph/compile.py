@@ -79,7 +79,8 @@ from .egraph import BUCKETS, EGraph, constructor_name, head_name, mix, want_rela
 VARIANT_PARTS = ("tables", "apply", "direct", "prune", "provenance")
 #: The most keys :meth:`Query.covered` enumerates.
 KEY_SPACE = 64
-#: Default largest number of instances a variadic source output is instantiated with.
+#: Default largest number of instances a variadic source output is instantiated with (larger
+#: groups of the loaded graph are merged whole when it is loaded: :mod:`.seeding`).
 MAX_VARIADIC = 3
 #: Why :meth:`Query.decide` rejects a key greedy mode's matcher does not match: a source guard
 #: (an attribute constraint, a same-attribute or op-trait condition) is false on it.

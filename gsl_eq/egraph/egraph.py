@@ -262,8 +262,11 @@ class EGraph:
         self.constructors: dict[str, tuple[Kind, str | None, int]] = {}
         self.params: set[str] = set()
         self.handles = 0
-        #: The e-node of each loaded node, by handle: constructor, literal, handles of its children.
+        #: The e-node of each node added by handle (:meth:`add_graph`, :meth:`add_nodes`): constructor,
+        #: literal, handles of its children.
         self.loaded: list[tuple[str, Any, tuple[int, ...]]] = []
+        #: The handles :meth:`add_nodes` added for a rule (a target built outside egglog), with its index.
+        self.built_by: dict[int, int] = {}
         self.attributed = 0  # (Chosen i) handles given by attribution.attribute() so far
 
     def run(self, program: str) -> list[Any]:
@@ -320,16 +323,30 @@ class EGraph:
 
         Variables named in ``params`` are the workload's parameters (foldable).
         """
-        handle: dict[Node, int] = {}
-        commands = []
         self.params |= set(params)
-        for node in graph.rpo():
+        handle: dict[Node, int] = {}
+        self.add_nodes(graph.rpo(), handle)
+        self.fold()
+        return handle
+
+    def add_nodes(self, nodes: Iterable[Node], handle: dict[Node, int], rule: int | None = None) -> int:
+        """Add ``nodes`` (inputs first) but those ``handle`` has already, giving each a handle in
+        it; with ``rule``, they are that rule's target, built outside egglog. Returns how many were
+        added. ``Foldable`` is brought up to date by :meth:`fold`, once the caller is done."""
+        commands = []
+        added = 0
+        for node in nodes:
+            if node in handle:
+                continue
             k = handle[node] = self.handles
             self.handles += 1
+            added += 1
             name, literal = self._head(node)
             term = call(name, egg.Lit(SPAN, egg.String(literal)) if node.kind is Kind.VAR else int_literal(literal),
                          *(int_call("Id", handle[i]) for i in node.inputs))
             self.loaded.append((name, literal, tuple(handle[i] for i in node.inputs)))
+            if rule is not None:
+                self.built_by[k] = rule
             if node.kind is not Kind.VAR:
                 self.note_literal(name, literal)
             commands.append(egg.ActionCommand(egg.Union(SPAN, int_call("Id", k), term)))
@@ -338,9 +355,15 @@ class EGraph:
                 commands.append(egg.ActionCommand(egg.Set(SPAN, "order", [int_call("Id", k)], int_literal(k))))
             if node.kind is Kind.VAR and node.name in self.params:
                 commands.append(egg.ActionCommand(egg.Expr_(SPAN, call("Foldable", int_call("Id", k)))))
-        self.egg.run_program(*commands)
-        self.fold()
-        return handle
+        if commands:
+            self.egg.run_program(*commands)
+        return added
+
+    def union(self, pairs: Iterable[tuple[int, int]]) -> None:
+        """Make the e-classes of each pair of handles one."""
+        commands = [egg.ActionCommand(egg.Union(SPAN, int_call("Id", a), int_call("Id", b))) for a, b in pairs]
+        if commands:
+            self.egg.run_program(*commands)
 
     def note_literal(self, constructor: str, literal: int) -> None:
         """Record that e-nodes of ``constructor`` may hold ``literal``."""
@@ -457,10 +480,15 @@ class EGraph:
                               born.get(tuple(row.inputs), -1)))
                     types[row.output] = form.type
         loaded: dict[tuple[str, Any, tuple[Any, ...]], list[int]] = {}
+        built: dict[tuple[str, Any, tuple[Any, ...]], set[int]] = {}
         for h, (ctor, literal, children) in enumerate(self.loaded):
-            loaded.setdefault((ctor, literal, tuple(handles[c] for c in children)), []).append(h)
+            key = (ctor, literal, tuple(handles[c] for c in children))
+            if h in self.built_by:
+                built.setdefault(key, set()).add(self.built_by[h])
+            else:
+                loaded.setdefault(key, []).append(h)
         return Snapshot(classes, {c: types[c] for c in classes if c in types}, handles, foldable,
-                        Provenance(loaded))
+                        Provenance(loaded, built))
 
 
 @dataclass
@@ -470,10 +498,16 @@ class Provenance:
     (:func:`.attribution.attribute`)."""
 
     loaded: dict[tuple[str, Any, tuple[Any, ...]], list[int]] = field(default_factory=dict)
+    #: The rules (indices) whose targets, built outside egglog (:mod:`.seeding`), hold each e-node.
+    built: dict[tuple[str, Any, tuple[Any, ...]], set[int]] = field(default_factory=dict)
 
     def loaded_from(self, e: ENode) -> list[int]:
         """The handles of the loaded nodes ``e`` is the e-node of (none: rules created it)."""
         return self.loaded.get(e.key, [])
+
+    def built_outside(self, e: ENode) -> set[int]:
+        """The rules whose targets built outside egglog hold ``e`` (:mod:`.seeding`)."""
+        return self.built.get(e.key, set())
 
 
 @dataclass

@@ -58,6 +58,9 @@ class Report:
     load_time: float = 0.0  # loading the graph
     uncompiled: list[str] = field(default_factory=list)  # rules not compiled by the deadline: never searched
     stop_time: float = 0.0  # clearing the worklists and marking what folds, once the run stops
+    #: Per rule name, the maximal matches of a variadic-output rule applied at load (:mod:`.seeding`).
+    seeded: dict[str, int] = field(default_factory=dict)
+    seed_time: float = 0.0
 
     @property
     def python_time(self) -> float:
@@ -69,11 +72,11 @@ class Report:
 
     @property
     def total_time(self) -> float:
-        return sum(i.total_time for i in self.iterations) + self.stop_time
+        return self.seed_time + sum(i.total_time for i in self.iterations) + self.stop_time
 
     def applied(self) -> dict[str, int]:
-        """Applications per rule over the whole run."""
-        return _sum(it.applied for it in self.iterations)
+        """Applications per rule over the whole run, those at load (:attr:`seeded`) included."""
+        return _sum([self.seeded, *(it.applied for it in self.iterations)])
 
     def rejected(self) -> dict[str, dict[str, int]]:
         """Rejected keys per rule and reason over the whole run (each key is decided once)."""

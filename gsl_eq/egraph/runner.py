@@ -39,6 +39,7 @@ from .keys import KeyDecisions
 from .pairing import Pairing
 from .report import Iteration, Report
 from .scheduler import Scheduler
+from .seeding import seed
 from .worklists import Worklists
 
 __all__ = ["Iteration", "Report", "Runner", "StopReason"]
@@ -94,6 +95,9 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
             queries = compile_rule(rule, k, self.egraph, max_variadic)
             self.egraph.run("\n".join([rulesets.declarations(), *(q.program(rulesets) for q in queries)]))
             self.queries.append(queries)
+        compiled = time.perf_counter()
+        seeded = seed(self.egraph, graph, self.handles, self.rules, max_variadic, deadline,
+                      skip=[k for k, qs in enumerate(self.queries) if not qs])
         self._mark_apart()
         self.node_limit, self.iter_limit = check_count("node_limit", node_limit), check_count("iter_limit", iter_limit)
         self.time_limit = check_seconds("time_limit", time_limit)
@@ -118,7 +122,8 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         self._last_matches: dict[int, tuple[int, int]] = {}
         self._probed: dict[int, int] = {}  # per rule index: the e-nodes when its search was last probed
         self.on_iteration = on_iteration
-        self.report = Report(compile_time=time.perf_counter() - loaded, load_time=loaded - start, uncompiled=uncompiled)
+        self.report = Report(compile_time=compiled - loaded, load_time=loaded - start, uncompiled=uncompiled,
+                             seeded=seeded, seed_time=time.perf_counter() - compiled)
 
     def run(self, deadline: float | None = None) -> Report:
         """Saturate until a limit; ``deadline`` (a ``time.perf_counter()`` value) overrides ``time_limit``."""

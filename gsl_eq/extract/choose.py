@@ -176,6 +176,7 @@ def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int],
     * a chosen e-node that rules created (not one of the loaded graph's) counts for every rule
       whose target builds it: each one's rewrite yields it on its own (a commutativity rule
       applied twice builds again what another rule created; it counts too);
+    * a chosen e-node of a target built outside egglog (:mod:`~gsl_eq.egraph.seeding`) counts for its rule;
     * a chosen e-node of the loaded graph standing where the loaded graph had another node (at a
       root, or as a child of a chosen loaded e-node) got there through a union: it counts for the
       rules whose targets build it again (``relu(x)`` for ``relu(relu(x))``) or, if none does, for
@@ -191,6 +192,7 @@ def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int],
     loaded, origin = runner.egraph.loaded, snap.provenance
     built: set[Hashable] = set()  # e-classes whose chosen e-node's builders count
     stand_ins: set[Hashable] = set()  # ... or, if none builds it, the rules that union into it
+    outside: set[int] = set()  # rules whose targets, built outside egglog, hold a chosen e-node
 
     def check(cls: Hashable, expected: set[int]) -> None:
         """The chosen e-node of ``cls`` stands where the loaded graph had the nodes ``expected``."""
@@ -210,6 +212,7 @@ def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int],
             handles = origin.loaded_from(e)
             if not handles:
                 built.add(cls)
+                outside |= origin.built_outside(e)
             for i, child in enumerate(e.children):
                 if handles:
                     check(child, {loaded[h][2][i] for h in handles})
@@ -224,7 +227,7 @@ def rules_used(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int],
                 + [found.built.get(cls) or found.merged.get(cls, set()) for cls in stand_ins])
 
     per_class = ask() if deadline is None else run_bounded(ask, deadline - time.perf_counter(), snap.num_enodes)
-    return None if per_class is None else set().union(*per_class)
+    return None if per_class is None else set().union(outside, *per_class)
 
 
 def egglog_extract(runner: Runner, snap: Snapshot) -> dict[Hashable, int]:
