@@ -96,10 +96,10 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
             self.egraph.run("\n".join([rulesets.declarations(), *(q.program(rulesets) for q in queries)]))
             self.queries.append(queries)
         compiled = time.perf_counter()
-        seeded = seed(self.egraph, graph, self.handles, self.rules, max_variadic, deadline,
+        self.node_limit, self.iter_limit = check_count("node_limit", node_limit), check_count("iter_limit", iter_limit)
+        seeded = seed(self.egraph, graph, self.handles, self.rules, max_variadic, self.node_limit, deadline,
                       skip=[k for k, qs in enumerate(self.queries) if not qs])
         self._mark_apart()
-        self.node_limit, self.iter_limit = check_count("node_limit", node_limit), check_count("iter_limit", iter_limit)
         self.time_limit = check_seconds("time_limit", time_limit)
         self.extraction_reserve = extraction_reserve
         self.pair_iterations = check_count("pair_iterations", pair_iterations)

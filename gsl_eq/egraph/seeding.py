@@ -32,12 +32,14 @@ def seeded_rules(rules: Sequence[Subst]) -> list[int]:
 
 
 def seed(eg: EGraph, graph: Graph, handles: dict[Node, int], rules: Sequence[Subst], max_variadic: int,
-         deadline: float | None = None, skip: Sequence[int] = ()) -> dict[str, int]:
+         node_limit: int, deadline: float | None = None, skip: Sequence[int] = ()) -> dict[str, int]:
     """Apply each variadic-output rule of ``rules`` (but the indices ``skip``) to its greedy
     matches in ``graph`` with more than ``max_variadic`` outputs: the target's nodes are added to
-    ``eg`` (``handles``: the loaded graph's) and unioned with the source outputs. Stops at
+    ``eg`` (``handles``: the loaded graph's) and unioned with the source outputs. A target that
+    would take the e-graph past ``node_limit`` e-nodes is left out; none is added after
     ``deadline`` (a ``time.perf_counter()`` value). Returns the matches applied per rule name."""
     applied: dict[str, int] = {}
+    room = node_limit - eg.size()
     for k in seeded_rules(rules):
         if k in skip:
             continue
@@ -48,7 +50,10 @@ def seed(eg: EGraph, graph: Graph, handles: dict[Node, int], rules: Sequence[Sub
             built = build_target(rule, m)
             if isinstance(built, Rejection):
                 continue
-            eg.add_nodes(_new_nodes(built.targets, handles), handles, rule=k)
+            new = _new_nodes(built.targets, handles)
+            if len(new) > room:  # each adds one e-node at most
+                continue
+            room -= eg.add_nodes(new, handles, rule=k)
             eg.union((handles[s], handles[t]) for s, t in zip(m.outputs, built.targets))
             applied[rule.name] = applied.get(rule.name, 0) + 1
     if applied:

@@ -59,6 +59,18 @@ def test_a_rule_without_variadic_outputs_is_not_seeded():
     assert Runner(wl.graph, rules.tensat(), iter_limit=1).report.seeded == {}  # TASO's merges are of two
 
 
+def test_seeding_keeps_to_the_node_limit():
+    wl = projections(6, 6)
+    loaded = Runner(wl.graph, [], iter_limit=1).egraph.size()
+    seeded = Runner(wl.graph, [rules.parallel_matmul_variadic()], iter_limit=1)
+    per_group = (seeded.egraph.size() - loaded) // 2
+    assert seeded.report.seeded == {"parallel_matmul_variadic": 2} and per_group > 0
+    for limit, groups in [(loaded + 2 * per_group, 2), (loaded + 2 * per_group - 1, 1), (loaded + per_group - 1, 0)]:
+        runner = Runner(wl.graph, [rules.parallel_matmul_variadic()], node_limit=limit, iter_limit=1)
+        assert runner.report.seeded == ({"parallel_matmul_variadic": groups} if groups else {})
+        assert runner.egraph.size() <= limit
+
+
 def test_seeding_stops_at_the_deadline():
     wl = projections(6)
     runner = Runner(wl.graph, [rules.parallel_matmul_variadic()], deadline=time.perf_counter())
