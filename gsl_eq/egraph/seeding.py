@@ -27,7 +27,8 @@ from .egraph import EGraph
 
 
 def seeded_rules(rules: Sequence[Subst]) -> list[int]:
-    """The indices of the rules whose source outputs are variadic (the ones seeding applies)."""
+    """The indices of the rules whose source outputs are variadic (the ones seeding applies; the
+    frontend requires their instances to share an input, so greedy mode matches them)."""
     return [k for k, rule in enumerate(rules) if rule.variadic and isinstance(rule.source.outputs[0], Variadic)]
 
 
