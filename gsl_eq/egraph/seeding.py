@@ -10,7 +10,7 @@ in one e-class with its target's. The e-graph then holds the subsets up to ``max
 and every maximal group of the loaded graph; groups formed later by other rules are merged
 by the instances only.
 
-    seed(egraph, graph, handles, rules, max_variadic=3)  # -> {"parallel_matmul_variadic": 9}
+    seed(egraph, graph, handles, rules, max_variadic=3, node_limit=50_000)  # {"parallel_matmul_variadic": 9}
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Sequence
 from ..frontend import Subst
 from ..frontend.pat import Variadic
 from ..graph import Graph, Node
+from ..graph.walk import postorder
 from ..greedy.match import Matcher
 from ..greedy.rewrite import Rejection, build_target
 from .egraph import EGraph
@@ -51,7 +52,8 @@ def seed(eg: EGraph, graph: Graph, handles: dict[Node, int], rules: Sequence[Sub
             built = build_target(rule, m)
             if isinstance(built, Rejection):
                 continue
-            new = _new_nodes(built.targets, handles)
+            new = [n for n in postorder(built.targets, lambda n: () if n in handles else n.inputs)[0]
+                   if n not in handles]
             if len(new) > room:  # each adds one e-node at most
                 continue
             room -= eg.add_nodes(new, handles, rule=k)
@@ -60,19 +62,3 @@ def seed(eg: EGraph, graph: Graph, handles: dict[Node, int], rules: Sequence[Sub
     if applied:
         eg.fold()
     return applied
-
-
-def _new_nodes(roots: Sequence[Node], known: dict[Node, int]) -> list[Node]:
-    """The nodes ``roots`` read, transitively, that ``known`` has not, then the roots: inputs first."""
-    order: list[Node] = []
-    seen: set[Node] = set()
-    stack = [(root, False) for root in reversed(roots)]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            order.append(node)
-        elif node not in known and node not in seen:
-            seen.add(node)
-            stack.append((node, True))
-            stack.extend((i, False) for i in reversed(node.inputs))
-    return order

@@ -31,7 +31,7 @@ import immutables
 
 from ..errors import GslEqError
 from .fusion import plan
-from .walk import postorder
+from ..graph.walk import postorder
 
 __all__ = [
     "ENodeCost", "ExtractGraph", "Extraction", "ExtractionError",

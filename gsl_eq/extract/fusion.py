@@ -29,7 +29,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .walk import postorder
+from ..graph.walk import postorder
 
 if TYPE_CHECKING:
     from .extractors import Indexed

@@ -1,4 +1,5 @@
-"""The one walk of a chosen graph: its classes children first, and whether it has a cycle."""
+"""The one walk of a graph given by its children: nodes children first, and whether it has a cycle
+(an extraction's chosen classes; a target's new nodes above the loaded graph)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 
 def postorder(roots: Sequence[Hashable], children: Callable[[Hashable], Iterable[Hashable]]
               ) -> tuple[list[Hashable], bool]:
-    """The classes reachable from ``roots`` through ``children(cls)`` (the chosen e-node's
-    child classes), children before parents, and whether they form no cycle (iterative
-    depth-first search)."""
+    """The nodes reachable from ``roots`` through ``children(node)`` (of a chosen class: its
+    chosen e-node's child classes), children before parents, and whether they form no cycle
+    (iterative depth-first search)."""
     finished: dict[Hashable, bool] = {}  # False while the class is on the search stack
     order: list[Hashable] = []
     acyclic = True
