@@ -295,8 +295,8 @@ def problem(sub: ExtractGraph, heads: Sequence[Hashable], canonical: bool = True
 
 def _census(sub: ExtractGraph) -> tuple:
     """What two regions posing one problem have in common, whatever their order: their e-nodes'
-    own data and numbers of children, as a multiset. Cheap beside :func:`problem`'s refinement,
-    which the root region of TENSAT's NasRNN (1,580 classes) took 0.19 s of 0.75 to run."""
+    own data and numbers of children, as a multiset. A twentieth of :func:`problem`'s refinement
+    (under tensat() + default(), the root region of TENSAT's NasRNN: 0.6 ms, its refinement 35)."""
     return tuple(sorted((node.cost, node.op == PART_OP, node.opens, node.prologue, len(node.children),
                          len(node.fusible)) for nodes in sub.values() for node in nodes))
 

@@ -13,7 +13,7 @@ from gsl_eq.extract import ENodeCost as N, Extraction, dag_cost, ilp_extract
 from gsl_eq.extract import ilp
 from gsl_eq.extract.extractors import Indexed, greedy_dag_extract
 from gsl_eq.extract.ilp import _kept_nodes
-from gsl_eq.extract.regions import MIN_REGION_SECONDS, problem, solve_regions, split
+from gsl_eq.extract.regions import MIN_REGION_SECONDS, _census, problem, solve_regions, split
 
 from .test_extractors import brute_force, check
 
@@ -162,6 +162,23 @@ def test_a_problem_is_its_regions_up_to_names_and_order():
         assert [first[cls][i].cost for i in indices] == [second[cls_b][i].cost for i in indices_b]
     second["m1"] = [replace(second["m1"][0], cost=second["m1"][0].cost + 1e-9)]
     assert problem(second, ["h1"])[0] != key
+
+
+def test_only_regions_that_may_be_alike_are_refined():
+    """Like blocks share a census (their e-nodes as a multiset), so they are keyed canonically, and
+    find one key. A key without the refinement still describes its problem whole: a cost other by
+    1e-9 is another key."""
+    egraph, _ = block_chain(3, 0, alike=True)
+
+    def block(b, leaf):
+        return {**{cls: nodes for cls, nodes in egraph.items() if cls[1:].split("_")[0] == str(b)}, leaf: [N(0.0)]}
+
+    first, second = block(1, "h0"), block(2, "h1")
+    assert _census(first) == _census(second) != _census(egraph)
+    assert problem(first, ["h1"])[0] == problem(second, ["h2"])[0]
+    second["m2"] = [replace(second["m2"][0], cost=second["m2"][0].cost + 1e-9)]
+    assert _census(first) != _census(second)
+    assert problem(first, ["h1"], canonical=False)[0] != problem(second, ["h2"], canonical=False)[0]
 
 
 @pytest.mark.parametrize("seed", range(4))
