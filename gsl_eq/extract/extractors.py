@@ -30,8 +30,8 @@ from typing import Any
 import immutables
 
 from ..errors import GslEqError
-from .fusion import plan
 from ..graph.walk import postorder
+from .fusion import plan
 
 __all__ = [
     "ENodeCost", "ExtractGraph", "Extraction", "ExtractionError",

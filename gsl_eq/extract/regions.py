@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -186,7 +186,8 @@ def solve_regions(
     subs = [region(index, free) for index in range(len(parts))]
     # only a region that may pose another's problem needs its classes put in a canonical order
     census = [_census(sub) for sub in subs]
-    alike = [census.count(own) > 1 for own in census]
+    shared = Counter(census)
+    alike = [shared[c] > 1 for c in census]
     if all(always_read(subs[index], heads[index], [graph.classes[h] for h in part.below])
            for index, part in enumerate(parts)):
         workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

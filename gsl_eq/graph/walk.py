@@ -8,10 +8,10 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 
 def postorder(roots: Sequence[Hashable], children: Callable[[Hashable], Iterable[Hashable]]
               ) -> tuple[list[Hashable], bool]:
-    """The nodes reachable from ``roots`` through ``children(node)`` (of a chosen class: its
-    chosen e-node's child classes), children before parents, and whether they form no cycle
-    (iterative depth-first search)."""
-    finished: dict[Hashable, bool] = {}  # False while the class is on the search stack
+    """The nodes reachable from ``roots`` through ``children(node)`` (for an extraction, a node is
+    a chosen class and its children its chosen e-node's child classes), children before parents,
+    and whether they form no cycle (iterative depth-first search)."""
+    finished: dict[Hashable, bool] = {}  # False while the node is on the search stack
     order: list[Hashable] = []
     acyclic = True
     for root in roots:
@@ -20,7 +20,7 @@ def postorder(roots: Sequence[Hashable], children: Callable[[Hashable], Iterable
         finished[root] = False
         stack = [(root, iter(children(root)))]
         while stack:
-            cls, below = stack[-1]
+            node, below = stack[-1]
             for child in below:
                 if child not in finished:
                     finished[child] = False
@@ -29,6 +29,6 @@ def postorder(roots: Sequence[Hashable], children: Callable[[Hashable], Iterable
                 acyclic = acyclic and finished[child]
             else:
                 stack.pop()
-                finished[cls] = True
-                order.append(cls)
+                finished[node] = True
+                order.append(node)
     return order, acyclic
