@@ -50,6 +50,10 @@ poolavg/poolmax (kh, kw, sh, sw, p, x)
                         nn.avg_pool2d (counting the padding, as TASO) / nn.max_pool2d
 enlarge (kh, kw, w)     nn.pad of kernel ``w`` to kh x kw, centred (TENSAT's ``enlarge (w, r)``: to
                         the size of kernel ``r``)
+merge (w, count)        TASO's merge_gconv: the kernel of a conv of ``count`` times fewer groups,
+                        each new group holding ``count`` old kernels block-diagonally: reshape,
+                        multiply by an identity mask, reshape (folded: ``w`` is a parameter); the
+                        conv's groups a multiple of ``count``
 Iconv (kh, kw)          a C x C kernel copying each of the conv input's C channels
 Cpool (kh, kw)          a depthwise kernel averaging its window (``pat.Const(fill=...)``)
 Imatmul, Iewmul         the identity matrix sized by the other operand's last axis / ones
@@ -76,10 +80,9 @@ Counts (checked by tests/rules/test_taso.py):
 * ``converted.txt``: 120 parsed, 118 translated (2 one-term equations).
 * ``predefined_multi.txt``: 2 two-output rules (TASO's activation none and relu), both translated,
   each as two rules (same size, enlarged);
-  ``predefined.txt``: 4 merges of a grouped conv's groups, none (``merge`` rebuilds a kernel
-  block-diagonally, which no Relax op here writes; on a roofline the merged conv does twice the
-  FLOPs for the same bytes, and pays only on a library whose grouped convs run slowly, as cuDNN's
-  did when TASO measured them).
+  ``predefined.txt``: 4 merges of a grouped conv's groups pairwise, all translated (under the gpu
+  model the merged conv does twice the FLOPs for the same outputs and is never chosen; it pays only
+  where grouped convs run slowly, as cuDNN's did when TASO measured them).
 
 Guards make each rule hold where it applies (the soundness checker finds each unsound without
 them): element-wise pairs of one shape, a matmul's right operand 2-d and its left one of rank >= 2,
@@ -285,7 +288,7 @@ class _Side:
                     raise Untranslatable(f"the right side reads {t}, which the left side does not")
                 self.inputs[t] = pat.Wildcard()
             return self.inputs[t]
-        key = (t, tuple(sorted((k, id(v)) for k, v in context))) if _has_constant(t) else t
+        key = (t, tuple(sorted((k, id(v)) for k, v in context))) if _has_constant(t) or _holds(t, ("merge",)) else t
         if key not in self.built:
             self.built[key] = self._make(t, dict(context))
         return self.built[key]
@@ -380,6 +383,8 @@ class _Side:
             return self._shaped(enlarged, None if sk is None else (sk[0], sk[1], kh, kw))
         if head in _CONSTANTS:
             return self._constant(head, args, context)
+        if head == "merge":
+            return self._merge(*args, data=context.get("data"))
         if head in ("split_0", "split_1"):
             split = self(args[0])
             return split[int(head[-1])]
@@ -408,6 +413,26 @@ class _Side:
             pad = same_padding(kernel) if padding == _SAME else 0
             conv = op.Conv2D(data, kernel, strides=(sh, sw), padding=pad, groups=data.shape[1] // kernel.shape[1], **NCHW)
         return conv
+
+    def _merge(self, w: Term, count: int, data: pat.Pattern | None) -> pat.Pattern:
+        """TASO's merge_gconv: the kernel of a conv of ``count`` times fewer groups computing the same,
+        block-diagonal: each new group holds ``count`` old ones, each reading its own channels (zeros
+        for the others'). Folded with the kernel's other parameters, as TASO computes it once."""
+        if self.source:
+            raise Untranslatable("merge on the left side")
+        if data is None:
+            raise Untranslatable("a merge outside a conv's kernel")
+        kernel = self(w)
+        sk = self.shape(kernel)
+        if sk is None:
+            raise Untranslatable("a merge of a kernel of unknown shape")
+        groups = data.shape[1] // kernel.shape[1]
+        self._guard(lambda: groups % count == 0, sk)
+        out, per_group, kh, kw = kernel.shape[0], kernel.shape[1], kernel.shape[2], kernel.shape[3]
+        blocks = op.Reshape(kernel, shape=(groups // count, count, out // groups, 1, per_group, kh, kw))
+        diagonal = op.Reshape(op.Eye(n=count, m=count, dtype=kernel.dtype), shape=(1, count, 1, count, 1, 1, 1))
+        merged = op.Reshape(op.Multiply(blocks, diagonal), shape=(out, count * per_group, kh, kw))
+        return self._shaped(merged, (sk[0], sk[1] * count, sk[2], sk[3]))
 
     def _pool(self, head: str, kh: int, kw: int, sh: int, sw: int, padding: int, act: int, x: Term,
               context: Context = frozenset()) -> pat.Pattern:

@@ -29,9 +29,9 @@ def test_counts_are_the_documented_ones(translations):
     assert [r.name for r in hand["predefined_multi.txt"].rules] == [
         "taso:predefined_multi.txt#0", "taso:predefined_multi.txt#0/enlarged",
         "taso:predefined_multi.txt#2", "taso:predefined_multi.txt#2/enlarged"]
-    assert hand["predefined.txt"].left_out == {"op merge has no Relax meaning here": [
-        f"taso:predefined.txt#{k}" for k in range(4)]}
-    assert {r.name for r in hand["predefined_multi.txt"].rules} <= {r.name for r in rules.tensat()} & {
+    assert hand["predefined.txt"].left_out == {}
+    assert [r.name for r in hand["predefined.txt"].rules] == [f"taso:predefined.txt#{k}" for k in range(4)]
+    assert {r.name for f in taso.HAND_WRITTEN for r in hand[f].rules} <= {r.name for r in rules.tensat()} & {
         r.name for r in rules.taso()}
     assert len(rules.taso()) >= 600 and len(rules.tensat()) >= 125
     assert all(r.name.startswith("taso:") for r in rules.taso() + rules.tensat())
@@ -185,3 +185,46 @@ def test_the_enlarge_merge_fuses_a_fire_module(same_outputs):
     assert "taso:predefined_multi.txt#2/enlarged" in result.report.rules_used
     assert graph_cost(result.workload.graph, GPU()) < graph_cost(wl.fold_params().graph, GPU())
     same_outputs(wl, result.workload)
+
+
+def test_a_grouped_convs_groups_merge_into_a_block_diagonal_kernel(same_outputs):
+    """TASO's merge_gconv (``predefined.txt``): a conv of G groups equals one of G / 2 groups whose
+    kernel holds each pair of the old groups' kernels block-diagonally. Sound at several group counts
+    (a mask off the diagonal is found unsound); greedy mode merges a conv of 8 groups down to one
+    dense conv with equal outputs, its kernel folded (no runtime op but the conv); under the gpu model
+    the merged conv does twice the FLOPs for the same outputs, so saturate mode keeps the groups."""
+    from tvm import relax
+
+    from gsl_eq import Workload, optimize
+    from gsl_eq.extract import GPU, graph_cost
+    from gsl_eq.greedy.rewrite import greedy
+
+    merges = taso.translation("predefined.txt").rules
+    groups = set()
+    for rule in merges:
+        result = check_rule(rule, trials=4, seed=0, tries=200)
+        assert result.verdict is Verdict.SOUND and result.instances >= 4, result.summary()
+        groups |= {data[1] // kernel[1] for data, kernel in result.checked}
+    assert all(g % 2 == 0 for g in groups) and len(groups) >= 2, groups
+
+    eye = taso.op.Eye
+    try:  # each new group reading the other old group's channels: caught
+        taso.op.Eye = lambda n, m, dtype: eye(n=n, m=m, k=1, dtype=dtype)
+        wrong = taso.translation("predefined.txt").rules[0]
+        assert check_rule(wrong, trials=3, seed=0, tries=200).verdict is Verdict.UNSOUND
+    finally:
+        taso.op.Eye = eye
+
+    R = relax.op
+    x = relax.Var("x", relax.TensorType((1, 32, 10, 10), "float32"))
+    w = relax.Var("w", relax.TensorType((64, 4, 3, 3), "float32"))
+    wl = Workload.from_expr(R.nn.relu(R.nn.conv2d(x, w, padding=(1, 1, 1, 1), groups=8)), {"x"})
+    dense = greedy(wl, merges).workload.fold_params()
+    convs = [n for n in dense.graph if n.op == "relax.nn.conv2d"]
+    assert [c.attrs["groups"] for c in convs] == [1] and convs[0].inputs[1].type.shape == (64, 32, 3, 3)
+    assert dense.graph.op_counts() == {"relax.nn.conv2d": 1, "relax.nn.relu": 1}
+    same_outputs(wl, dense)
+    assert graph_cost(dense.graph, GPU()) > graph_cost(wl.fold_params().graph, GPU())
+    kept = optimize(wl, rules.tensat(), mode="saturate", cost="gpu", node_limit=5_000, iter_limit=6)
+    assert kept.report.applications.get("taso:predefined.txt#1", 0) >= 3  # 8 -> 4 -> 2 -> 1 groups
+    assert kept.report.input_returned
