@@ -6,7 +6,10 @@ The program is made small and tight before HiGHS sees it:
   roots, get a variable;
 - in an e-class, an e-node is dropped if another costs no more and uses a subset of its
   child e-classes (commutative twins such as ``a + b`` and ``b + a`` are the common case):
-  any solution using it can use the other instead;
+  any solution using it can use the other instead; for a single extraction, also if another
+  costs strictly less and uses a subset but for classes that cost nothing to read (parameters
+  and what folds from them: a conv of TASO's merged-groups kernel, twice the FLOPs, for the conv
+  of the kernel itself);
 - "a chosen e-node uses its children" is written once per (parent e-class, child
   e-class) pair — the parent's e-nodes that use the child, summed, are at most the
   child's e-nodes, summed — rather than once per e-node, so the LP relaxation cannot
@@ -462,11 +465,14 @@ class _Program:
                                                highspy.HighsModelStatus.kUnboundedOrInfeasible)
 
 
-def _kept_nodes(graph: Indexed, roots: list[int]) -> list[int]:
+def _kept_nodes(graph: Indexed, roots: list[int], cheapest_only: bool = False) -> list[int]:
     """The e-nodes that get a column: finite cost, no child that is their own class or has no
     acyclic term of finite cost, not dominated in their class; reachable from the roots
-    through such e-nodes."""
+    through such e-nodes. ``cheapest_only``: only the cheapest graph is wanted, so an e-node is
+    dominated by a cheaper one reading other free classes too (:func:`_undominated`); the next
+    best graphs may differ in those alone."""
     extractable = _bottom_up(graph, roots, _tree_values, stop_at_roots=False)
+    free = _free_classes(graph) if cheapest_only else set()
     kept_in: dict[int, list[int]] = {}
 
     def kept(cls: int) -> list[int]:
@@ -474,7 +480,7 @@ def _kept_nodes(graph: Indexed, roots: list[int]) -> list[int]:
             candidates = [node for node in graph.class_nodes[cls]
                           if graph.node_cost[node] < math.inf and cls not in graph.node_children[node]
                           and all(child in extractable for child in graph.node_children[node])]
-            kept_in[cls] = _undominated(graph, candidates)
+            kept_in[cls] = _undominated(graph, candidates, free)
         return kept_in[cls]
 
     nodes, seen, todo = [], set(roots), list(dict.fromkeys(roots))
@@ -493,14 +499,46 @@ def _cyclic(graph: Indexed, nodes: list[int]) -> bool:
     return any(size > 1 for _, size in cyclic_parts(graph, nodes).values())
 
 
-def _undominated(graph: Indexed, nodes: list[int]) -> list[int]:
+def _free_classes(graph: Indexed) -> set[int]:
+    """The classes whose every e-node of finite cost costs nothing, opens no kernel, saves nothing and
+    reads only such classes (the parameters, constants and inputs, and what is folded or viewed from
+    them), but for tuples and their parts (the parts rows constrain those): using one more of them
+    adds no cost, and no reader of theirs can spoil a fusion."""
+    def finite(cls: int) -> list[int]:
+        return [n for n in graph.class_nodes[cls] if graph.node_cost[n] < math.inf]
+
+    tuples = set(graph.parts.values())
+    free = {cls for cls in range(len(graph.classes))
+            if cls not in tuples and finite(cls) and all(
+                graph.node_cost[n] == 0 and n not in graph.opens and n not in graph.prologue
+                and n not in graph.parts and n not in graph.fusible for n in finite(cls))}
+    changed = True
+    while changed:
+        changed = False
+        for cls in list(free):
+            if any(child not in free for n in finite(cls) for child in graph.node_children[n]):
+                free.discard(cls)
+                changed = True
+    return free
+
+
+def _undominated(graph: Indexed, nodes: list[int], free: set[int] = frozenset()) -> list[int]:
     """Drop an e-node when another, earlier in (cost, number) order, costs no more and uses a
     subset of its child classes (only identical sets for classes above DOMINANCE_CLASS_LIMIT).
     Under fusion "no more" is against the e-node's cost less the most it may save
     (:func:`.fusion.max_saving`), and an e-node is dropped only for another that hosts its readers'
-    epilogues wherever it does (:func:`.fusion.hosting`)."""
+    epilogues wherever it does (:func:`.fusion.hosting`).
+
+    In a class that is not ``free`` itself (:func:`_free_classes`), an e-node is also dropped for one
+    strictly cheaper so that reads the same classes but free ones: reading a free class costs
+    nothing, so a conv of a kernel folded from parameters (TASO's merged groups: twice the FLOPs) is
+    dropped for the conv of the parameter. (Strictly: graphs of equal cost stay, and like regions,
+    their e-nodes listed in orders of their own, stay alike.)"""
     ranked = sorted(nodes, key=lambda node: graph.node_cost[node])
     keep: dict[frozenset[int], list[int]] = {}
+    beside: dict[frozenset[int], list[int]] = {}  # the kept ones, by the classes read but free ones
+    # Not inside free classes: there a view of a view of a parameter would drop the parameter itself.
+    aside = free if nodes and graph.node_class[nodes[0]] not in free else frozenset()
 
     def dominates(other: int, node: int) -> bool:
         return (graph.node_cost[other] <= graph.node_cost[node] - max_saving(graph, node)
@@ -514,6 +552,12 @@ def _undominated(graph: Indexed, nodes: list[int]) -> list[int]:
                 subset <= children and any(dominates(other, node) for other in others)
                 for subset, others in keep.items()):
             continue
+        if aside:
+            paid = children - aside
+            if any(graph.node_cost[other] < graph.node_cost[node] - max_saving(graph, node)
+                   and hosting(graph, other) >= hosting(graph, node) for other in beside.get(paid, ())):
+                continue
+            beside.setdefault(paid, []).append(node)
         keep.setdefault(children, []).append(node)
     kept = set(itertools.chain.from_iterable(keep.values()))
     return [node for node in ranked if node in kept]
@@ -537,7 +581,7 @@ def _solve(
     with without_gc():
         graph = Indexed(egraph)
         root_positions = graph.root_positions(roots)
-        nodes = _kept_nodes(graph, root_positions)
+        nodes = _kept_nodes(graph, root_positions, cheapest_only=k == 1)
         handover = solver == "auto"
         if solver == "auto":
             solver = "cp-sat" if _cyclic(graph, nodes) else "highs"
