@@ -511,14 +511,14 @@ def _free_classes(graph: Indexed) -> set[int]:
     free = {cls for cls in range(len(graph.classes))
             if cls not in tuples and finite(cls) and all(
                 graph.node_cost[n] == 0 and n not in graph.opens and n not in graph.prologue
-                and n not in graph.parts and n not in graph.fusible for n in finite(cls))}
-    changed = True
-    while changed:
-        changed = False
-        for cls in list(free):
-            if any(child not in free for n in finite(cls) for child in graph.node_children[n]):
+                and n not in graph.parts for n in finite(cls))}
+    paying = [cls for cls in range(len(graph.classes)) if cls not in free]
+    while paying:  # a class reading one that is not free is not free
+        for reader in graph.parents[paying.pop()]:
+            cls = graph.node_class[reader]
+            if cls in free and graph.node_cost[reader] < math.inf:
                 free.discard(cls)
-                changed = True
+                paying.append(cls)
     return free
 
 
