@@ -9,7 +9,7 @@ The program is made small and tight before HiGHS sees it:
   any solution using it can use the other instead; for a single extraction, also if another
   costs strictly less and uses a subset but for classes that cost nothing to read (parameters
   and what folds from them: a conv of TASO's merged-groups kernel, twice the FLOPs, for the conv
-  of the kernel itself);
+  of the kernel itself) (:mod:`.kept`);
 - "a chosen e-node uses its children" is written once per (parent e-class, child
   e-class) pair — the parent's e-nodes that use the child, summed, are at most the
   child's e-nodes, summed — rather than once per e-node, so the LP relaxation cannot
@@ -62,11 +62,12 @@ from scipy import sparse
 from ..bounded import run_bounded
 from .cpsat import CpSatProgram, cyclic_parts
 from .extractors import (
-    Extraction, ExtractGraph, Indexed, _bottom_up, _extraction, _tree_values, _walk, dag_cost, greedy_dag_extract,
+    Extraction, ExtractGraph, Indexed, _extraction, _walk, dag_cost, greedy_dag_extract,
     is_acyclic, without_gc,
 )
-from .fusion import fusion_rows, fusion_terms, hosting, max_saving, taken
+from .fusion import fusion_rows, fusion_terms, taken
 from .implied import Contained, contained, implied_rows, tracks_all
+from .kept import kept_nodes
 from .parts import part_nodes, with_parts
 from .regions import solve_regions, split
 
@@ -100,10 +101,6 @@ def _stdout_to_devnull():
         os.dup2(saved, 1)
         os.close(saved)
         os.close(devnull)
-
-
-#: Classes with more e-nodes than this are only checked for exact duplicates (dominance is quadratic).
-DOMINANCE_CLASS_LIMIT = 64
 
 
 SOLVERS = ("auto", "highs", "cp-sat")
@@ -466,102 +463,9 @@ class _Program:
                                                highspy.HighsModelStatus.kUnboundedOrInfeasible)
 
 
-def _kept_nodes(graph: Indexed, roots: list[int], cheapest_only: bool = False) -> list[int]:
-    """The e-nodes that get a column: finite cost, no child that is their own class or has no
-    acyclic term of finite cost, not dominated in their class; reachable from the roots
-    through such e-nodes. ``cheapest_only``: only the cheapest graph is wanted, so an e-node is
-    dominated by a cheaper one reading other free classes too (:func:`_undominated`); the next
-    best graphs may differ in those alone."""
-    extractable = _bottom_up(graph, roots, _tree_values, stop_at_roots=False)
-    free = _free_classes(graph) if cheapest_only else set()
-    kept_in: dict[int, list[int]] = {}
-
-    def kept(cls: int) -> list[int]:
-        if cls not in kept_in:
-            candidates = [node for node in graph.class_nodes[cls]
-                          if graph.node_cost[node] < math.inf and cls not in graph.node_children[node]
-                          and all(child in extractable for child in graph.node_children[node])]
-            kept_in[cls] = _undominated(graph, candidates, free)
-        return kept_in[cls]
-
-    nodes, seen, todo = [], set(roots), list(dict.fromkeys(roots))
-    while todo:
-        for node in kept(todo.pop()):
-            nodes.append(node)
-            for child in graph.node_children[node]:
-                if child not in seen:
-                    seen.add(child)
-                    todo.append(child)
-    return sorted(nodes)
-
-
 def _cyclic(graph: Indexed, nodes: list[int]) -> bool:
     """Whether the kept e-nodes put some e-classes on a cycle."""
     return any(size > 1 for _, size in cyclic_parts(graph, nodes).values())
-
-
-def _free_classes(graph: Indexed) -> set[int]:
-    """The classes whose every e-node of finite cost costs nothing, opens no kernel, saves nothing and
-    reads only such classes (the parameters, constants and inputs, and what is folded or viewed from
-    them), but for tuples and their parts (the parts rows constrain those): using one more of them
-    adds no cost, and no reader of theirs can spoil a fusion."""
-    def finite(cls: int) -> list[int]:
-        return [n for n in graph.class_nodes[cls] if graph.node_cost[n] < math.inf]
-
-    tuples = set(graph.parts.values())
-    free = {cls for cls in range(len(graph.classes))
-            if cls not in tuples and finite(cls) and all(
-                graph.node_cost[n] == 0 and n not in graph.opens and n not in graph.prologue
-                and n not in graph.parts for n in finite(cls))}
-    paying = [cls for cls in range(len(graph.classes)) if cls not in free]
-    while paying:  # a class reading one that is not free is not free
-        for reader in graph.parents[paying.pop()]:
-            cls = graph.node_class[reader]
-            if cls in free and graph.node_cost[reader] < math.inf:
-                free.discard(cls)
-                paying.append(cls)
-    return free
-
-
-def _undominated(graph: Indexed, nodes: list[int], free: set[int] = frozenset()) -> list[int]:
-    """Drop an e-node when another, earlier in (cost, number) order, costs no more and uses a
-    subset of its child classes (only identical sets for classes above DOMINANCE_CLASS_LIMIT).
-    Under fusion "no more" is against the e-node's cost less the most it may save
-    (:func:`.fusion.max_saving`), and an e-node is dropped only for another that hosts its readers'
-    epilogues wherever it does (:func:`.fusion.hosting`).
-
-    In a class that is not ``free`` itself (:func:`_free_classes`), an e-node is also dropped for one
-    strictly cheaper so that reads the same classes but free ones: reading a free class costs
-    nothing, so a conv of a kernel folded from parameters (TASO's merged groups: twice the FLOPs) is
-    dropped for the conv of the parameter. (Strictly: graphs of equal cost stay, and like regions,
-    their e-nodes listed in orders of their own, stay alike.)"""
-    ranked = sorted(nodes, key=lambda node: graph.node_cost[node])
-    keep: dict[frozenset[int], list[int]] = {}
-    beside: dict[frozenset[int], list[int]] = {}  # the kept ones, by the classes read but free ones
-    # Not inside free classes: there a view of a view of a parameter would drop the parameter itself.
-    aside = free if nodes and graph.node_class[nodes[0]] not in free else frozenset()
-
-    def dominates(other: int, node: int) -> bool:
-        return (graph.node_cost[other] <= graph.node_cost[node] - max_saving(graph, node)
-                and hosting(graph, other) >= hosting(graph, node))
-
-    for node in ranked:
-        children = frozenset(graph.node_children[node])
-        if any(dominates(other, node) for other in keep.get(children, ())):
-            continue
-        if len(ranked) <= DOMINANCE_CLASS_LIMIT and any(
-                subset <= children and any(dominates(other, node) for other in others)
-                for subset, others in keep.items()):
-            continue
-        if aside:
-            paid = children - aside
-            if any(graph.node_cost[other] < graph.node_cost[node] - max_saving(graph, node)
-                   and hosting(graph, other) >= hosting(graph, node) for other in beside.get(paid, ())):
-                continue
-            beside.setdefault(paid, []).append(node)
-        keep.setdefault(children, []).append(node)
-    kept = set(itertools.chain.from_iterable(keep.values()))
-    return [node for node in ranked if node in kept]
 
 
 def _solve(
@@ -582,7 +486,7 @@ def _solve(
     with without_gc():
         graph = Indexed(egraph)
         root_positions = graph.root_positions(roots)
-        nodes = _kept_nodes(graph, root_positions, cheapest_only=k == 1)
+        nodes = kept_nodes(graph, root_positions, cheapest_only=k == 1)
         handover = solver == "auto"
         if solver == "auto":
             solver = "cp-sat" if _cyclic(graph, nodes) else "highs"

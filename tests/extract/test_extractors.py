@@ -22,6 +22,8 @@ from gsl_eq.extract import (
     tree_extract,
 )
 from gsl_eq.extract import ilp as ilp_module
+from gsl_eq.extract import kept
+from gsl_eq.extract.extractors import Indexed
 
 EXTRACTORS = [tree_extract, greedy_dag_extract, ilp_extract]
 
@@ -343,14 +345,14 @@ def test_a_dearer_form_reading_other_free_classes_is_left_out_of_a_single_extrac
               "Y": [N(20.0, ("X", "M"), "conv"), N(10.0, ("X", "W"), "conv"), N(10.0, ("X", "K"), "conv")],
               "M": [N(0.0, ("W",), "reshape")], "K": [N(0.0, ("W",), "flip")],
               "W": [N(0.0, ("V",), "reshape"), N(0.0)], "V": [N(0.0, ("W",), "reshape")], "X": [N(0.0)]}
-    graph = ilp_module.Indexed(egraph)
+    graph = Indexed(egraph)
     roots = graph.root_positions(["R"])
-    assert ilp_module._free_classes(graph) == {graph.position[c] for c in "MKWVX"}
-    kept = {(graph.classes[graph.node_class[n]], graph.node_index[n])
-            for n in ilp_module._kept_nodes(graph, roots, cheapest_only=True)}
-    assert ("Y", 0) not in kept and {("Y", 1), ("Y", 2), ("W", 1)} <= kept  # equal costs stay
+    assert kept.free_classes(graph) == {graph.position[c] for c in "MKWVX"}
+    columns = {(graph.classes[graph.node_class[n]], graph.node_index[n])
+               for n in kept.kept_nodes(graph, roots, cheapest_only=True)}
+    assert ("Y", 0) not in columns and {("Y", 1), ("Y", 2), ("W", 1)} <= columns  # equal costs stay
     assert ("Y", 0) in {(graph.classes[graph.node_class[n]], graph.node_index[n])
-                        for n in ilp_module._kept_nodes(graph, roots)}
+                        for n in kept.kept_nodes(graph, roots)}
     best = ilp_extract(egraph, ["R"])
     assert best.cost == 12.0 == brute_force(egraph, ["R"]) and best.choice["Y"] in (1, 2)
     check(egraph, ["R"], best)

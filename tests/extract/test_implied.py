@@ -9,8 +9,9 @@ import pytest
 
 from gsl_eq.extract import ENodeCost as N, greedy_dag_extract, ilp_extract
 from gsl_eq.extract.extractors import Indexed
-from gsl_eq.extract.ilp import _kept_nodes, _Program
+from gsl_eq.extract.ilp import _Program
 from gsl_eq.extract.implied import contained, implied_rows
+from gsl_eq.extract.kept import kept_nodes
 
 from .test_extractors import brute_force, check, random_egraph, random_layered_egraph
 
@@ -45,7 +46,7 @@ def test_what_every_term_contains_against_the_terms(seed):
     graph = Indexed(egraph)
     root_positions = graph.root_positions(roots)
     try:
-        nodes = _kept_nodes(graph, root_positions)
+        nodes = kept_nodes(graph, root_positions)
     except Exception:  # no term at all: nothing to contain
         return
     truth = true_containment(graph, nodes)
@@ -64,7 +65,7 @@ def test_the_rows_are_a_transitive_reduction_and_partial_rows_need_two_paths():
         "a": [N(0)], "b": [N(0)], "c": [N(0)],
     }
     graph = Indexed(egraph)
-    nodes = _kept_nodes(graph, graph.root_positions(["r"]))
+    nodes = kept_nodes(graph, graph.root_positions(["r"]))
     pairs, partial = implied_rows(graph, nodes)
     name = graph.classes.__getitem__
     assert {(name(c), name(d)) for c, d in pairs} == {("r", "b"), ("s", "a"), ("s", "b"), ("t", "s")}
@@ -87,7 +88,7 @@ def merged_matmul(k: int):
 def relaxation(egraph, roots) -> float:
     graph = Indexed(egraph)
     root_positions = graph.root_positions(roots)
-    nodes = _kept_nodes(graph, root_positions)
+    nodes = kept_nodes(graph, root_positions)
     warm = greedy_dag_extract(egraph, roots)
     program = _Program(graph, nodes, root_positions, warm.cost)
     columns = program.highs.getNumCol()
@@ -130,7 +131,7 @@ def test_the_rows_are_those_the_notes_define(seed):
     egraph, roots = (random_layered_egraph if seed % 2 else random_egraph)(seed)  # cycles included
     graph = Indexed(egraph)
     try:
-        nodes = _kept_nodes(graph, graph.root_positions(roots))
+        nodes = kept_nodes(graph, graph.root_positions(roots))
     except Exception:  # no term at all: no rows
         return
     pairs, partial = implied_rows(graph, nodes)
@@ -143,7 +144,7 @@ def test_no_rows_above_the_class_limit(monkeypatch):
 
     egraph, roots = merged_matmul(2)
     graph = Indexed(egraph)
-    nodes = _kept_nodes(graph, graph.root_positions(roots))
+    nodes = kept_nodes(graph, graph.root_positions(roots))
     assert implied_rows(graph, nodes) != ([], [])
     monkeypatch.setattr(implied, "IMPLIED_CLASS_LIMIT", 3)
     assert implied_rows(graph, nodes) == ([], [])

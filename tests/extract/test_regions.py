@@ -12,7 +12,7 @@ import pytest
 from gsl_eq.extract import ENodeCost as N, Extraction, dag_cost, ilp_extract
 from gsl_eq.extract import ilp
 from gsl_eq.extract.extractors import Indexed, greedy_dag_extract
-from gsl_eq.extract.ilp import _kept_nodes
+from gsl_eq.extract.kept import kept_nodes
 from gsl_eq.extract.regions import MIN_REGION_SECONDS, _census, problem, solve_regions, split
 
 from .test_extractors import brute_force, check
@@ -71,7 +71,7 @@ def block_chain(blocks: int, seed: int, *, cyclic: bool = False, fusing: bool = 
 def regions_of(egraph, roots, min_nodes=1):
     graph = Indexed(egraph)
     positions = graph.root_positions(roots)
-    parts = split(graph, _kept_nodes(graph, positions), positions, min_nodes)
+    parts = split(graph, kept_nodes(graph, positions), positions, min_nodes)
     name = graph.classes.__getitem__
     return [(None if p.head is None else name(p.head), sorted(map(name, p.classes)), sorted(map(name, p.below)))
             for p in parts]
@@ -89,10 +89,10 @@ def test_a_chain_is_cut_at_each_head():
 def test_small_regions_join_the_region_above():
     egraph, roots = block_chain(4, 0)
     graph = Indexed(egraph)
-    sizes = [len(p.classes) for p in split(graph, _kept_nodes(graph, [graph.position["out"]]),
+    sizes = [len(p.classes) for p in split(graph, kept_nodes(graph, [graph.position["out"]]),
                                            [graph.position["out"]], 12)]
     assert sizes == [11, 10, 1]  # x and blocks 0-1 (19 e-nodes); blocks 2-3; the root's region
-    assert len(split(graph, _kept_nodes(graph, [graph.position["out"]]), [graph.position["out"]], 10**6)) == 1
+    assert len(split(graph, kept_nodes(graph, [graph.position["out"]]), [graph.position["out"]], 10**6)) == 1
 
 
 def test_a_head_read_from_above_or_fused_into_its_reader_is_no_cut():
@@ -209,7 +209,7 @@ def test_no_region_is_given_less_than_a_solver_needs(bypass):
     egraph, roots = block_chain(30, 3, bypass=bypass)
     graph = Indexed(egraph)
     positions = graph.root_positions(roots)
-    nodes = _kept_nodes(graph, positions)
+    nodes = kept_nodes(graph, positions)
     parts = split(graph, nodes, positions, 1)
     assert len(parts) >= 32
     deadline = time.perf_counter() + 3.0
