@@ -288,7 +288,7 @@ class _Side:
                     raise Untranslatable(f"the right side reads {t}, which the left side does not")
                 self.inputs[t] = pat.Wildcard()
             return self.inputs[t]
-        key = (t, tuple(sorted((k, id(v)) for k, v in context))) if _has_constant(t) or _holds(t, ("merge",)) else t
+        key = (t, tuple(sorted((k, id(v)) for k, v in context))) if _sized_by_context(t) else t
         if key not in self.built:
             self.built[key] = self._make(t, dict(context))
         return self.built[key]
@@ -480,10 +480,9 @@ _CONSTANTS = ("Iconv", "Cpool", "Imatmul", "Iewmul")
 Context = frozenset  # of (what, pattern): what sizes the constants of a sub-term
 
 
-def _has_constant(t: Term) -> bool:
-    if isinstance(t, tuple):
-        return t[0] in _CONSTANTS or any(_has_constant(a) for a in t[1:])
-    return t in _CONSTANTS
+def _sized_by_context(t: Term) -> bool:
+    """Whether term ``t`` holds a constant or a merge, whose shape the conv or operand around it gives."""
+    return t in _CONSTANTS or _holds(t, (*_CONSTANTS, "merge"))
 
 
 def _holds(t: Term, heads: tuple[str, ...]) -> bool:
