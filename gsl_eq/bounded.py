@@ -15,6 +15,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection, wait
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -99,32 +100,80 @@ def _may_start_children() -> Iterator[None]:
             me.daemon = True
 
 
-_task: Callable[[int], object] | None = None
-
-
-def _run_task(index: int) -> tuple[int, object]:
-    assert _task is not None
-    return index, _task(index)
-
-
 def run_parallel(task: Callable[[int], T], count: int, workers: int) -> Iterator[tuple[int, T]]:
-    """``(i, task(i))`` for ``i`` in ``range(count)``, as they finish, computed by ``workers``
-    forked processes; ``task`` is inherited by the forks, not pickled; its results must pickle.
-    Here, in order, with one worker, without fork, or in a process running other threads: a
-    fork copies only the calling thread, and a lock another held stays locked in the child (a
-    pytest-xdist worker's pool hung so). :func:`run_bounded`'s child runs only its own."""
-    global _task
+    """``(i, task(i))`` for ``i`` in ``range(count)``, computed by this process and ``workers - 1``
+    forked helpers, each taking the next index left until none is; ``task`` is inherited by the
+    forks, not pickled; the helpers' results must pickle. Here, in order, with one worker, without
+    fork, or in a process running other threads: a fork copies only the calling thread, and a lock
+    another held stays locked in the child (a pytest-xdist worker's pool hung so).
+    :func:`run_bounded`'s child runs only its own.
+
+    This process works too, rather than a pool of ``workers``: a fork of a process with TVM loaded
+    takes some 40 ms, and a pool's start and stop as long again, on work that takes a few tenths
+    of a second (the exact extractor's regions)."""
     if workers <= 1 or count <= 1 or "fork" not in multiprocessing.get_all_start_methods() or _threads() > 1:
         yield from ((index, task(index)) for index in range(count))
         return
-    _task = task
+    context = multiprocessing.get_context("fork")
+    following = context.Value("i", 0)  # the next index no process has taken
+
+    def taken() -> Iterator[int]:
+        while True:
+            with following.get_lock():
+                index = following.value
+                following.value += 1
+            if index >= count:
+                return
+            yield index
+
+    def helper(send: Connection) -> None:
+        try:
+            for index in taken():
+                send.send((index, True, task(index)))
+        except BaseException as error:  # noqa: BLE001 - handed to the caller as it is
+            send.send((None, False, error))
+        os._exit(0)  # no clean-up at exit, as run_bounded's child
+
+    helpers, answers = [], []
+    collecting = gc.isenabled()
+    gc.disable()  # forked with the collector off, as run_bounded's child
     try:
         with _may_start_children():
-            pool = multiprocessing.get_context("fork").Pool(min(workers, count))
-        with pool:
-            yield from pool.imap_unordered(_run_task, range(count))
+            for _ in range(min(workers, count) - 1):
+                receive, send = context.Pipe(duplex=False)
+                process = context.Process(target=helper, args=(send,), daemon=False)
+                process.start()
+                send.close()
+                helpers.append(process)
+                answers.append(receive)
     finally:
-        _task = None
+        if collecting:
+            gc.enable()
+    try:
+        done = 0
+        for index in taken():
+            yield index, task(index)
+            done += 1
+        while answers:
+            for receive in wait(answers):
+                try:
+                    index, ok, value = receive.recv()
+                except EOFError:  # the helper has answered all it took, or died
+                    answers.remove(receive)
+                    continue
+                if not ok:
+                    raise value
+                yield index, value
+                done += 1
+        if done < count:
+            raise RuntimeError(f"a helper process ended without answering {count - done} of {count} tasks")
+    finally:
+        for process in helpers:
+            if process.is_alive():
+                process.kill()
+            process.join()
+        for receive in answers:
+            receive.close()
 
 
 def _threads() -> int:

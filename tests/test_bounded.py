@@ -11,17 +11,42 @@ import psutil
 from gsl_eq.bounded import run_bounded, run_parallel
 
 
-def test_run_parallel_maps_every_index_in_worker_processes():
-    """As the exact extractor runs it: inside run_bounded's child, which runs no other thread."""
-    data = [3, 1, 4, 1, 5]  # inherited by the forks, not pickled
+def test_run_parallel_maps_every_index_here_and_in_a_helper_process():
+    """As the exact extractor runs it: inside run_bounded's child, which runs no other thread. The
+    child works too; its helper (one, for two workers) takes what is left."""
+    data = [3, 1, 4, 1, 5]  # inherited by the fork, not pickled
+
+    def square(i: int) -> tuple[int, int]:
+        time.sleep(0.2)  # long enough for the helper to start and take its share
+        return data[i] ** 2, os.getpid()
 
     def mapped() -> tuple[dict, int]:
-        return dict(run_parallel(lambda i: (data[i] ** 2, os.getpid()), len(data), 2)), os.getpid()
+        return dict(run_parallel(square, len(data), 2)), os.getpid()
 
     done, child = run_bounded(mapped, 60)
     assert sorted(done) == list(range(5))
     assert [done[i][0] for i in range(5)] == [9, 1, 16, 1, 25]
-    assert not {os.getpid(), child} & {pid for _, pid in done.values()}
+    pids = {pid for _, pid in done.values()}
+    assert child in pids and len(pids) == 2 and os.getpid() not in pids
+
+
+def test_an_error_in_a_helper_is_raised_in_the_caller():
+    def mapped() -> str:
+        caller = os.getpid()
+
+        def task(i: int) -> int:
+            if os.getpid() != caller:
+                raise ValueError(f"task {i} failed in the helper")
+            time.sleep(0.3)  # the helper takes the next task meanwhile
+            return i
+
+        try:
+            list(run_parallel(task, 3, 2))
+        except ValueError as error:
+            return str(error)
+        return "no error"
+
+    assert run_bounded(mapped, 60).endswith("failed in the helper")
 
 
 def test_a_process_running_other_threads_maps_in_order_here():
@@ -74,8 +99,12 @@ def _bounded_in_a_pool_worker(_: int) -> tuple[bool, list[int]]:
 
     daemonic = multiprocessing.current_process().daemon
     squares = run_bounded(lambda: sorted(v for _, v in run_parallel(lambda i: i * i, 4, 2)), 60)
-    pids = {pid for _, pid in run_parallel(lambda i: os.getpid(), 4, 2)}  # a pool of its own, started here
-    assert pids and os.getpid() not in pids
+    def pid(i: int) -> int:
+        time.sleep(0.2)
+        return os.getpid()
+
+    pids = {p for _, p in run_parallel(pid, 4, 2)}  # a helper of its own, started here
+    assert len(pids) == 2 and os.getpid() in pids
     assert multiprocessing.current_process().daemon == daemonic  # restored
     return daemonic, squares
 
