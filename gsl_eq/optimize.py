@@ -554,12 +554,12 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
                     on_iteration=on_iteration, params=wl.params,
                     extraction_reserve=EXTRACTION_SECONDS_PER_ENODE + ATTRIBUTION_SECONDS_PER_ENODE,
                     multi_iterations=multi_iterations, deadline=deadline - EXTRACTION_SHARE * time_limit)
-    timings["compile"], timings["load"] = runner.report.compile_time, runner.report.load_time
+    timings["load"] = runner.report.load_time
     if runner.report.uncompiled:
         report.notes.append(f"compiling the rules reached the time limit: {len(runner.report.uncompiled)} of "
                             f"{len(rule_list)} were not compiled and never searched")
     run = runner.run(deadline=deadline - EXTRACTION_SHARE * time_limit)
-    timings["saturate"] = run.total_time
+    timings["compile"], timings["saturate"] = run.compile_time, run.total_time
     report.stop_reason = run.stop_reason.value
     report.applications = {name: n for name, n in run.applied().items() if n}
     report.rejected = run.rejected()

@@ -201,6 +201,11 @@ class Query:
         position = list(itertools.accumulate((s.in_key for s in self.slots), initial=0))
         return [position[i] for i in sorted(slots) if self.slots[i].in_key]
 
+    def ready(self, eg: EGraph) -> bool:
+        """Whether every constructor the source matches may have e-nodes (``eg.literals``); until
+        then it has no match, and egglog need not compile its rules."""
+        return all(head_name(s.kind, s.op, len(s.children)) in eg.literals for s in self.slots if s.in_key)
+
     def covered(self, eg: EGraph) -> bool:
         """Whether every key a match could have is decided already, so that recording keys can be
         skipped: each key position holds a literal its constructor's e-nodes may hold

@@ -117,3 +117,23 @@ def test_eclass_types_agree_with_tvm_on_every_enode(build):
             assert node.type == ty, (e, ty)
             checked += 1
     assert checked >= report.iterations[-1].enodes - len(wl.graph.inputs)
+
+
+def test_a_rule_is_given_to_egglog_once_the_ops_it_matches_may_be_there():
+    """Until every op a rule's source matches has e-nodes, nothing matches it, and egglog need not
+    compile it (most of compiling TASO's rules). The split a merge creates wakes the rule matching
+    its parts; a rule on multiplies, which nothing creates, is never compiled."""
+    x = var("x", 4, 8)
+    wl = Workload.from_expr(relax.Tuple([R.nn.relu(R.matmul(x, var(f"w{k}", 8, 2 + k))) for k in range(3)]), {"x"})
+    rule_list = [rules.parallel_matmul_variadic(), rules.split_of_element_wise(), rules.mul_commutative()]
+    runner = Runner(wl.graph, rule_list)
+    assert runner.queries[0] and not runner.queries[1] and not runner.queries[2]
+    report = runner.run()
+    assert report.stop_reason is StopReason.SATURATED and runner.queries[1] and not runner.queries[2]
+    assert report.applied()["split_of_element_wise"] >= 1  # relu on the merged matmul, split after
+    tables = runner.egraph.table_sizes()
+    assert f"Key_{runner.queries[1][0].name}" in tables
+    assert not any(f"Key_{q.name}" in tables for q in runner._asleep[2])
+    relus = [n for nodes in runner.egraph.snapshot().classes.values() for n in nodes
+             if n.kind is Kind.CALL and n.op == "relax.nn.relu"]
+    assert len(relus) == 3 + 4  # one on each merged matmul too: the three pairs and the three together
