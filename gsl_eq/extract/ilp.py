@@ -142,10 +142,10 @@ def ilp_extract(
     ``regions``: a large e-graph is solved region by region where it has regions
     (:mod:`.regions`), with the same optimum; the result's ``regions`` counts the programs
     solved (1: one for the whole; like regions are solved once). False solves it whole. (On those
-    14 e-graphs, 5 have regions. On the whole program HiGHS took 5.2 times as long on NasRNN's
-    (19.6 s for 3.8), left Inception-v3's and SqueezeNet's open at 60 s (7.6 and 2.5 s by regions)
-    and was faster on the two of two regions each, ResNeXt-50's (1.9 s for 2.9) and NasNet-A's (1.5
-    s for 2.4).)
+    14 e-graphs, 5 have regions. On the whole program HiGHS took 5.3 times as long on NasRNN's
+    (19.2 s for 3.6), left Inception-v3's and SqueezeNet's open at 60 s (11.0 and 2.3 s by regions)
+    and was faster on the two of two regions each, ResNeXt-50's (1.9 s for 2.8) and NasNet-A's (1.3
+    s for 2.1).)
 
     ``parts``: the programs take a used split's parts from it (:mod:`.parts`); False searches every
     graph, those that compute a part twice too (BENCHMARKS.md's extraction-gpu section sets the
