@@ -174,7 +174,9 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
 
     def _iterate(self, n: int) -> tuple[Iteration, StopReason | None]:
         start = time.perf_counter()
-        self._wake(self.deadline)  # one left asleep at the deadline: the run stops for time anyway
+        for k in self._wake(self.deadline):  # ready but left asleep at the deadline: never saturated
+            if self.rules[k].name not in self.report.uncompiled:
+                self.report.uncompiled.append(self.rules[k].name)
         self.report.compile_time += time.perf_counter() - start
         eg, names = self.egraph, [r.name for r in self.rules]
         banned = [names[k] for k in range(len(names)) if self.scheduler.banned(k, n)]

@@ -165,6 +165,20 @@ def test_dropping_the_rows_of_rejected_keys_is_predicted_by_the_rows_before_any_
     runner._run(Counts(), ["reject"], rows=100)  # well within
 
 
+def test_a_rule_ready_only_after_the_deadline_is_left_out_and_the_run_is_not_saturated():
+    """A rule is given to egglog when the ops it matches appear (test_compile); one that becomes
+    ready past the deadline is never searched, so the run cannot be called saturated."""
+    from gsl_eq.egraph.egraph import head_name
+    from gsl_eq.graph import Kind
+
+    runner = Runner(ac_sum(4).graph, [rules.add_commutative(), rules.mul_commutative()])
+    assert runner._asleep[1] and not runner.queries[1]
+    runner.egraph.note_literal(head_name(Kind.CALL, "relax.multiply", 2), 0)  # as if a rule had made one
+    report = runner.run(deadline=time.perf_counter() - 1.0)
+    assert report.stop_reason is StopReason.TIME_LIMIT and report.uncompiled == ["mul_commutative"]
+    assert not runner.queries[1]
+
+
 def test_rules_not_compiled_by_the_deadline_are_never_searched():
     """Compiling TASO's 620 rules took 2.8 s under a 2 s limit: compiling now stops at the deadline."""
     deadline = time.perf_counter() + 0.2
