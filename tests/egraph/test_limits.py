@@ -106,10 +106,17 @@ def test_the_node_limit_holds_where_a_bucket_holds_a_lump_of_matches():
 
     wl = models.tensat_model("squeezenet").fold_params()
     for limit in (10_000, 20_000):
-        runner = Runner(wl.graph, rules.tensat(), node_limit=limit, iter_limit=30, time_limit=120, params=wl.params)
-        report = runner.run()
-        assert report.stop_reason is StopReason.NODE_LIMIT
-        assert 0.9 * limit <= runner.egraph.size() == report.iterations[-1].enodes <= limit
+        # Whether an iteration is fast depends on the clock (its copy against the applying measured
+        # before), and so does the path to the limit: on a loaded machine a fast second iteration led
+        # to one bucket too large for the room left at 17,397 e-nodes of 20,000. Controlled, the room
+        # is used; either way, the limit holds.
+        for fast in (False, True):
+            runner = Runner(wl.graph, rules.tensat(), node_limit=limit, iter_limit=30, time_limit=120,
+                            params=wl.params, fast=fast)
+            report = runner.run()
+            assert report.stop_reason is StopReason.NODE_LIMIT
+            assert runner.egraph.size() == report.iterations[-1].enodes <= limit
+            assert fast or 0.9 * limit <= runner.egraph.size()
 
 
 def test_a_multi_output_search_is_predicted_from_its_matches_growing_as_the_cube_of_the_egraph():
