@@ -62,7 +62,7 @@ class OutOfTime(Exception):
 
 class EngineCalls:
     """The :class:`~.runner.Runner`'s egglog calls: reads ``egraph``, ``deadline``, ``rules``,
-    ``queries``, ``report`` and ``graph``, and its timing records ``_seconds_per_row``, ``_last_time`` and
+    ``queries``, ``rule_queries``, ``report`` and ``graph``, and its timing records ``_seconds_per_row``, ``_last_time`` and
     ``_last_matches`` (per rule index: the matches its last search found, and the e-nodes then)
     (per kind of call, per row; per ruleset, seconds and the e-nodes then)."""
 
@@ -112,7 +112,7 @@ class EngineCalls:
         predicted = last * max(1.0, size / max(then, 1))
         kind, _, index = ruleset.partition("_")
         if kind == "search" and index.isdigit() and int(index) in self._last_matches and any(
-                len(q.outputs) > 1 for q in (*self.queries[int(index)], *self._asleep[int(index)]) if not q.disconnected):
+                len(q.outputs) > 1 for q in self.rule_queries[int(index)] if not q.disconnected):
             matches, then = self._last_matches[int(index)]
             predicted = max(predicted, SECONDS_PER_MATCH * matches * max(1.0, size / max(then, 1)) ** 3)
         return predicted

@@ -58,6 +58,7 @@ its budget of new pairs allows (:meth:`~.runner.Runner._pair_all`).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -201,17 +202,21 @@ class Query:
         position = list(itertools.accumulate((s.in_key for s in self.slots), initial=0))
         return [position[i] for i in sorted(slots) if self.slots[i].in_key]
 
+    @functools.cached_property
+    def key_heads(self) -> list[str]:
+        """The egglog constructor of each key position's slot."""
+        return [head_name(s.kind, s.op, len(s.children)) for s in self.slots if s.in_key]
+
     def ready(self, eg: EGraph) -> bool:
         """Whether every constructor the source matches may have e-nodes (``eg.literals``); until
         then it has no match, and egglog need not compile its rules."""
-        return all(head_name(s.kind, s.op, len(s.children)) in eg.literals for s in self.slots if s.in_key)
+        return all(head in eg.literals for head in self.key_heads)
 
     def covered(self, eg: EGraph) -> bool:
         """Whether every key a match could have is decided already, so that recording keys can be
         skipped: each key position holds a literal its constructor's e-nodes may hold
         (``eg.literals``), and every combination of those (at most :data:`KEY_SPACE`) is seen."""
-        heads = [head_name(s.kind, s.op, len(s.children)) for s in self.slots if s.in_key]
-        pools = [eg.literals.get(h, set()) for h in heads]
+        pools = [eg.literals.get(h, set()) for h in self.key_heads]
         state = (tuple(len(p) for p in pools), len(self.seen))
         if self._covered_state != state:
             self._covered = (math.prod(len(p) for p in pools) <= KEY_SPACE

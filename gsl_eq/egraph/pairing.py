@@ -23,7 +23,7 @@ PAIRING_ROUNDS = 8
 
 class Pairing:
     """The :class:`~.runner.Runner`'s pairing of disconnected parts: reads ``egraph``, ``graph``,
-    ``handles``, ``queries``, ``scheduler``, ``backlog`` and ``pair_iterations``."""
+    ``handles``, ``queries``, ``rule_queries``, ``scheduler``, ``backlog`` and ``pair_iterations``."""
 
     def _pair_all(self, paired: list[int], counts: Counts) -> dict[int, int]:
         """Pair the matches of the disconnected parts of each rule in ``paired``; returns the
@@ -99,7 +99,7 @@ class Pairing:
 
     def _mark_apart(self) -> None:
         """``Apart`` for the loaded nodes a disconnected part's output could match (same kind and op)."""
-        heads = {(q.slots[o].kind, q.slots[o].op) for qs in (*self.queries, *self._asleep) for q in qs if q.disconnected
+        heads = {(q.slots[o].kind, q.slots[o].op) for qs in self.rule_queries for q in qs if q.disconnected
                  for o in q.part_outputs()}
         if heads:
             nodes = [n for n in self.graph.rpo() if (n.kind, n.op) in heads]

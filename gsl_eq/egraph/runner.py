@@ -87,18 +87,18 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         # only once every constructor they match may have e-nodes (_wake): until then nothing matches, and
         # egglog takes most of compiling's time (TASO's rules on Inception-v3: 2.5 s, 1.8 of it for queries
         # of ops the graph has not)
-        self.queries: list[list[Query]] = [[] for _ in self.rules]  # those egglog searches
-        self._asleep: list[list[Query]] = []
+        self.rule_queries: list[list[Query]] = []  # every query of each rule
         uncompiled = []
         for k, rule in enumerate(self.rules):
             if deadline is not None and time.perf_counter() > deadline:  # TASO's 692 take a tenth of a second here
                 uncompiled.append(k)
-                self._asleep.append([])
+                self.rule_queries.append([])
                 continue
-            self._asleep.append(compile_rule(rule, k, self.egraph, max_variadic))
+            self.rule_queries.append(compile_rule(rule, k, self.egraph, max_variadic))
+        self.queries: list[list[Query]] = [[] for _ in self.rules]  # those given to egglog, which it searches
+        self._asleep: list[list[Query]] = [list(qs) for qs in self.rule_queries]
         for k in range(len(self.rules)):  # one program each: egglog takes 1.4 s for TASO's 692 in one, 0.03 so
             self.egraph.run(Rulesets.of_rule(k).declarations())
-        multi_output = [any(q.multi_output for q in qs) for qs in self._asleep]
         self._peeking: set[int] = set()  # rules whose rows of opened buckets egglog can count
         uncompiled += self._wake(deadline)
         compiled = time.perf_counter()
@@ -111,7 +111,8 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         self.pair_iterations = check_count("pair_iterations", pair_iterations)
         if multi_iterations is not None:
             multi_iterations = check_count("multi_iterations", multi_iterations)
-        self.scheduler = Scheduler(multi_output, match_limit, multi_match_limit, ban_length, multi_iterations)
+        self.scheduler = Scheduler([any(q.multi_output for q in qs) for qs in self.rule_queries],
+                                   match_limit, multi_match_limit, ban_length, multi_iterations)
         self.backlog = [0] * len(self.rules)
         self.push_worth = push_worth
         self.fast = fast  # until a fast iteration is refused (then every one is controlled)
