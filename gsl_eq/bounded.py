@@ -53,17 +53,8 @@ def run_bounded(fn: Callable[[], T], seconds: float, enodes: int | None = None) 
     # not a daemon (whatever the caller is), so that it may fork workers (:func:`run_parallel`); it is
     # killed below all the same
     process = context.Process(target=child, daemon=False)
-    # A fork has only the forking thread: anything that waits on the parent's thread pools hangs, as
-    # freeing an egglog e-graph does (rayon). So the child never collects garbage (it is forked with
-    # the collector off) and skips clean-up at exit.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        with _may_start_children():
-            process.start()
-    finally:
-        if collecting:
-            gc.enable()
+    with _forking():
+        process.start()
     send.close()
     try:
         if not receive.poll(seconds):
@@ -85,19 +76,27 @@ def run_bounded(fn: Callable[[], T], seconds: float, enodes: int | None = None) 
 
 
 @contextlib.contextmanager
-def _may_start_children() -> Iterator[None]:
-    """Let a daemonic process (a ``multiprocessing.Pool`` worker calling ``optimize()``) start the
-    child. multiprocessing refuses, lest the child outlive it; :func:`run_bounded` kills the child
-    before it returns, and the child's own workers (:func:`run_parallel`) need it not daemonic."""
+def _forking() -> Iterator[None]:
+    """Where a child is forked: with the garbage collector off, and the process not daemonic.
+
+    A fork has only the forking thread: anything that waits on the parent's thread pools hangs, as
+    freeing an egglog e-graph does (rayon). So a child never collects garbage (it is forked with
+    the collector off) and skips clean-up at exit (``os._exit``). A daemonic process (a
+    ``multiprocessing.Pool`` worker calling ``optimize()``) may not start a child, lest it outlive
+    it; the children here are killed before their caller returns, and :func:`run_bounded`'s own
+    helpers (:func:`run_parallel`) need it not daemonic."""
     me = multiprocessing.current_process()
-    daemonic = me.daemon
+    daemonic, collecting = me.daemon, gc.isenabled()
     if daemonic:
         me.daemon = False
+    gc.disable()
     try:
         yield
     finally:
         if daemonic:
             me.daemon = True
+        if collecting:
+            gc.enable()
 
 
 def run_parallel(task: Callable[[int], T], count: int, workers: int) -> Iterator[tuple[int, T]]:
@@ -135,20 +134,14 @@ def run_parallel(task: Callable[[int], T], count: int, workers: int) -> Iterator
         os._exit(0)  # no clean-up at exit, as run_bounded's child
 
     helpers, answers = [], []
-    collecting = gc.isenabled()
-    gc.disable()  # forked with the collector off, as run_bounded's child
-    try:
-        with _may_start_children():
-            for _ in range(min(workers, count) - 1):
-                receive, send = context.Pipe(duplex=False)
-                process = context.Process(target=helper, args=(send,), daemon=False)
-                process.start()
-                send.close()
-                helpers.append(process)
-                answers.append(receive)
-    finally:
-        if collecting:
-            gc.enable()
+    with _forking():
+        for _ in range(min(workers, count) - 1):
+            receive, send = context.Pipe(duplex=False)
+            process = context.Process(target=helper, args=(send,), daemon=False)
+            process.start()
+            send.close()
+            helpers.append(process)
+            answers.append(receive)
     try:
         done = 0
         for index in taken():
