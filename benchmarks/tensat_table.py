@@ -13,7 +13,11 @@ the notes split its seconds into saturation and extraction, beside the same sear
 TASO's fusion. A row's seconds are the median of three runs of its search, each in a fresh process.
 The last line says on which models a row reaches TENSAT's speedup within TENSAT's seconds.
 
+With ``--torch-device cuda`` every price is measured instead (the gpu-measured model: each kernel
+timed on that device with PyTorch, as TASO times cuDNN; the table goes to its own section).
+
     python benchmarks/tensat_table.py [--models bert,nasrnn] [--rules tensat,tensat+default] [--graphs zoo]
+                                      [--torch-device cuda]
 """
 
 from __future__ import annotations
@@ -52,18 +56,27 @@ GRAPHS = {
 }
 #: Runs of each search whose median seconds the table gives.
 REPEATS = 3
+#: The device every price is measured on (``--torch-device``), or None: the analytic gpu model.
+TORCH_DEVICE: list[str | None] = [None]
 MCTS = {"bert": (22.35, 33.71), "inception_v3": (18.34, 18.94), "nasnet_a": (17.83, 23.38),
         "nasrnn": (10.22, 18.93), "resnext50": (27.11, 28.86), "squeezenet": (29.74, 33.17), "vgg19": (12.48, 14.78)}
 
 
+def gpu_model(fusion: str = "epilogues", torch_device: str | None = None):
+    """The gpu model (V100) fusing as ``fusion`` says; measured on ``torch_device`` when one is given."""
+    from gsl_eq.extract import GPU, MeasuredGPU
+
+    return GPU(fusion=fusion) if torch_device is None else MeasuredGPU(fusion=fusion, torch_device=torch_device)
+
+
 def measure(model: str, rule_set: str, node_limit: int, every_iteration: bool = False, graphs: str = "tensat",
-            taso_pricing: bool = False, timing_only: bool = False) -> dict:
+            taso_pricing: bool = False, timing_only: bool = False, torch_device: str | None = None) -> dict:
     """One run: the report's figures, TASO's fusion's prices of the same graphs, and a numeric check.
     ``every_iteration``: multi-pattern rules searched in every iteration, not the first only;
     ``taso_pricing``: optimized under TASO's fusion (activations only) instead of the gpu model's;
-    ``timing_only``: the search's seconds alone."""
+    ``timing_only``: the search's seconds alone; ``torch_device``: every price measured there."""
     from gsl_eq import models, optimize
-    from gsl_eq.extract import GPU, graph_cost
+    from gsl_eq.extract import graph_cost
     from gsl_eq.rules.sets import rule_set as rules_of
 
     wl = models.tensat_model(model) if graphs == "tensat" else models.zoo_model(model)
@@ -72,12 +85,13 @@ def measure(model: str, rule_set: str, node_limit: int, every_iteration: bool = 
     settings = {**SETTINGS, "node_limit": node_limit, "multi_iterations": MULTI_ITERATIONS.get(model, 1)}
     if every_iteration:
         settings["multi_iterations"] = None
-    result = optimize(wl, rules, mode="saturate", cost=GPU(fusion="activations") if taso_pricing else "gpu", **settings)
+    cost = gpu_model("activations" if taso_pricing else "epilogues", torch_device)
+    result = optimize(wl, rules, mode="saturate", cost=cost, **settings)
     total = time.perf_counter() - start
     r = result.report
     if timing_only:
         return {"search_s": r.timings.get("saturate", 0.0) + r.timings.get("extract", 0.0)}
-    taso, unfused = GPU(fusion="activations"), GPU(fusion="none")
+    taso, unfused = gpu_model("activations", torch_device), gpu_model("none", torch_device)
     inputs = wl.random_inputs(0)
     return {"model": model, "rules": rule_set, "node_limit": node_limit, "enodes": r.enodes,
             "iterations": len(r.iterations), "stop": r.stop_reason, "status": r.extraction_status, "gap": r.gap,
@@ -104,7 +118,7 @@ def speedup_pct(before: float, after: float) -> float:
 @functools.lru_cache(maxsize=None)  # a row's decompositions may ask for the same run
 def run(model: str, rule_set: str, node_limit: int, every_iteration: bool = False, graphs: str = "tensat",
         taso_pricing: bool = False) -> dict:
-    row = in_child(measure, model, rule_set, node_limit, every_iteration, graphs, taso_pricing)
+    row = in_child(measure, model, rule_set, node_limit, every_iteration, graphs, taso_pricing, False, TORCH_DEVICE[0])
     print({k: v for k, v in row.items() if k not in ("fired", "used", "notes")}, flush=True)
     return {"model": model, "rules": rule_set, "node_limit": node_limit, "graphs": graphs, **row}
 
@@ -115,7 +129,8 @@ def search_seconds(row: dict) -> list[float]:
     few; a region's solve by up to a second)."""
     seconds = [row["search_s"]]
     for _ in range(REPEATS - 1):
-        again = in_child(measure, row["model"], row["rules"], row["node_limit"], False, row["graphs"], False, True)
+        again = in_child(measure, row["model"], row["rules"], row["node_limit"], False, row["graphs"], False, True,
+                         TORCH_DEVICE[0])
         if "error" not in again:
             seconds.append(again["search_s"])
     return sorted(seconds)
@@ -131,7 +146,10 @@ def main() -> None:
     parser.add_argument("--rules", default="tensat,tensat+default", help="comma-separated rule sets")
     parser.add_argument("--graphs", choices=("tensat", "zoo"), default="tensat",
                         help="TENSAT's own graphs (gsl_eq.models.tensat) or the zoo's networks")
+    parser.add_argument("--torch-device", default=None,
+                        help="measure every price on this PyTorch device (cuda): the gpu-measured model")
     args = parser.parse_args()
+    TORCH_DEVICE[0] = args.torch_device
     models, rule_sets = args.models.split(","), args.rules.split(",")
     rows, notes, slower = [], [], []
     results: dict[str, list[dict]] = {}
@@ -159,16 +177,22 @@ def main() -> None:
                 notes.append(decompose(row, paper))
             if row["search_s"] > paper_s:
                 slower.append(timed(row, paper_s))
+    device_flag = "" if args.torch_device is None else f" --torch-device {args.torch_device}"
+    pricing = (
+        "the gpu model (V100 preset: kernels by roofline at the share of the device's 163,840 resident threads their "
+        "outputs fill, plus a 5 us launch, element-wise epilogues fused, splits and views free; extraction chooses "
+        "forms and fusions together)." if args.torch_device is None else
+        f"the gpu-measured model (each kernel timed alone with PyTorch on {gpu_model('epilogues', args.torch_device).scope}; "
+        "element-wise epilogues fused, what they add priced by the V100 preset's roofline; splits and views free; "
+        "extraction chooses forms and fusions together).")
     lines = [
-        f"`python benchmarks/tensat_table.py --rules {args.rules} --graphs {args.graphs}` on {machine()}. "
+        f"`python benchmarks/tensat_table.py --rules {args.rules} --graphs {args.graphs}{device_flag}` on {machine()}. "
         f"{GRAPHS[args.graphs]} Published sizes; saturate mode "
         f"with TENSAT's settings: node_limit={SETTINGS['node_limit']:,}, iter_limit={SETTINGS['iter_limit']}, "
         "multi-pattern rules in the first iteration only (`multi_iterations=1`; in the first two for "
         "Inception-v3, as TENSAT ran it), cycle filter, ILP extraction "
         f"({SETTINGS['ilp_time_limit']:g} s), the whole call within {SETTINGS['time_limit']:g} s. Costs in us under "
-        "the gpu model (V100 preset: kernels by roofline at the share of the device's 163,840 resident threads their "
-        "outputs fill, plus a 5 us launch, element-wise epilogues fused, splits "
-        "and views free; extraction chooses forms and fusions together). reduction = 1 - after / before; speedup = before / after - 1; TASO fusion = the "
+        f"{pricing} reduction = 1 - after / before; speedup = before / after - 1; TASO fusion = the "
         "speedup of the same two graphs when only activations fuse into convs and matmuls, as in TASO's model. "
         "TENSAT = its paper's speedup (TASO's cost model measured on a V100); MCTS = the follow-up's "
         "(arXiv 2410.05534) re-run of TENSAT / its own best. seconds = saturation + extraction (the "
@@ -186,7 +210,8 @@ def main() -> None:
     if slower:
         lines += ["", "Slower than TENSAT's search, where the seconds go:", "", *slower]
     lines += ["", goal(results)]
-    write_section("tensat-table" if args.graphs == "tensat" else "tensat-table-zoo", "\n".join(lines))
+    section = "tensat-table" if args.graphs == "tensat" else "tensat-table-zoo"
+    write_section(section if args.torch_device is None else section + "-measured", "\n".join(lines))
 
 
 def timed(row: dict, paper_s: float) -> str:

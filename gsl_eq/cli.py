@@ -47,7 +47,7 @@ MODEL_NAMES = (
 )
 MODES = ("saturate", "greedy")  # gsl_eq.optimize.MODES
 EXTRACTORS = ("ilp", "greedy", "tree", "egglog")  # gsl_eq.optimize.EXTRACTORS
-COST_MODELS = ("opcount", "roofline", "measured", "tvm", "gpu")  # gsl_eq.extract.cost.COST_MODELS
+COST_MODELS = ("opcount", "roofline", "measured", "tvm", "gpu", "gpu-measured")  # gsl_eq.extract.cost.COST_MODELS
 RULE_SETS = {
     "default": "a safe inference pipeline: legalization, structural clean-up, batch norms folded or lowered, "
                "fusions that never add work",

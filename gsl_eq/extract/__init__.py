@@ -25,12 +25,13 @@ from .extractors import (
 from .ilp import ilp_candidates, ilp_extract
 from .tvm_cost import TVMCost
 from .gpu_cost import DEVICES, GPU, Device
+from .torch_cost import MeasuredGPU
 from .io import EGraphFileError, dumps_egraph, load_egraph, loads_egraph, save_egraph
 
 __all__ = [
     "ENodeCost", "ExtractGraph", "Extraction", "ExtractionError", "dag_cost", "greedy_dag_extract", "ilp_candidates",
     "ilp_extract", "is_acyclic", "tree_extract",
     "EGraphFileError", "dumps_egraph", "load_egraph", "loads_egraph", "save_egraph",
-    "COST_MODELS", "CostModel", "DEVICES", "Device", "GPU", "Measured", "OpCount", "Roofline", "TVMCost",
+    "COST_MODELS", "CostModel", "DEVICES", "Device", "GPU", "Measured", "MeasuredGPU", "OpCount", "Roofline", "TVMCost",
     "get_cost_model", "graph_cost", "op_bytes", "op_flops",
 ]

@@ -4,7 +4,7 @@ A cost model is any object with a ``name`` and a ``__call__(op, attrs, inputs,
 output) -> float`` (:class:`CostModel`). It is asked about op calls only: the
 extractor charges nothing for variables, constants, tuples and tuple
 projections. A model must be a pure function of its arguments, so callers may
-cache its answers. Five models are provided:
+cache its answers. Six models are provided:
 
 - :class:`OpCount` — 1 per call: the smallest graph wins;
 - :class:`Roofline` — analytic seconds: FLOPs against a peak rate, bytes moved
@@ -14,19 +14,19 @@ cache its answers. Five models are provided:
 - :class:`~gsl_eq.extract.tvm_cost.TVMCost` (``"tvm"``) — seconds as TVM runs the graph:
   fused kernels, each scheduled by a :class:`~gsl_eq.schedule_db.ScheduleDatabase`;
 - :class:`~gsl_eq.extract.gpu_cost.GPU` (``"gpu"``) — analytic seconds on a GPU preset (V100,
-  A100): kernels by roofline plus a launch, element-wise epilogues fused, views and splits free.
+  A100): kernels by roofline plus a launch, element-wise epilogues fused, views and splits free;
+- :class:`~gsl_eq.extract.torch_cost.MeasuredGPU` (``"gpu-measured"``) — the same with each
+  kernel timed on a CUDA GPU with PyTorch, as TASO times cuDNN.
 
 :func:`graph_cost` sums a model over a graph (or asks the model, when it prices
 whole graphs itself); :func:`get_cost_model` turns a name (``"opcount"``,
-``"roofline"``, ``"measured"``, ``"tvm"``, ``"gpu"``) into a model.
+``"roofline"``, ``"measured"``, ``"tvm"``, ``"gpu"``, ``"gpu-measured"``) into a model.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
@@ -34,13 +34,14 @@ import numpy as np
 import tvm
 from tvm import relax
 
-from ..disk_cache import JsonCache, default_cache_dir
+from ..disk_cache import default_cache_dir
 from ..graph import Graph, Kind, Node
 from ..graph.ops import make_call
 from ..graph.relax_bridge import function_of
-from ..graph.types import TensorType, TupleType, Type
+from ..graph.types import Type
 from .extractors import ENodeCost, dag_cost
 from .fusion import call_fusion, fuses
+from .timings import MeasuredTimes, TimedCalls, call_key, call_name, random_input
 from .work import _tensors, op_bytes, op_flops
 
 __all__ = [
@@ -153,13 +154,7 @@ class Roofline:
 # --------------------------------------------------------------------------- Measured
 
 
-def _type_key(ty: Type) -> str:
-    if isinstance(ty, TupleType):
-        return "(" + ",".join(_type_key(f) for f in ty.fields) + ")"
-    return f"{ty.dtype}[{','.join(map(str, ty.shape))}]"
-
-
-class Measured:
+class Measured(TimedCalls):
     """Measured time of a call, in seconds, on the CPU.
 
     Each distinct (op, attrs, input types) is built alone as a Relax function
@@ -185,46 +180,16 @@ class Measured:
         self.number = int(number)
         self.repeat = int(repeat)
         self.seed = seed
-        self.measurements = 0
-        self.failures = 0
         self._fallback = Roofline()
-        self._failed: dict[str, float] = {}
-        self._cache = JsonCache(self.cache_dir, self.CACHE_FILE, self._FORMAT, field="times")
-        self._times: dict[str, float] = self._read()
-
-    @property
-    def cache_path(self) -> Path:
-        return self._cache.path
+        self._times = MeasuredTimes(self.cache_dir, self.CACHE_FILE, self._FORMAT, estimate="the roofline estimate")
 
     def key(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type]) -> str:
         """The cache key of a call: target, op, sorted attributes and input types, as stable JSON."""
-        return json.dumps(
-            [self.target, op, sorted((k, v) for k, v in attrs.items()), [_type_key(t) for t in inputs]],
-            separators=(",", ":"), default=str,
-        )
+        return call_key(self.target, op, attrs, inputs)
 
     def __call__(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type) -> float:
-        key = self.key(op, attrs, inputs)
-        if key in self._times:
-            return self._times[key]
-        if key in self._failed:
-            return self._failed[key]
-        self._times.update(self._read())  # another instance may have measured it meanwhile
-        if key in self._times:
-            return self._times[key]
-        try:
-            seconds = self.measure(op, attrs, inputs)
-        except Exception as err:  # noqa: BLE001 - any TVM failure: fall back, don't break extraction
-            self.failures += 1
-            estimate = self._failed[key] = self._fallback(op, attrs, inputs, output)
-            first = (str(err).strip().splitlines() or [type(err).__name__])[-1]
-            warnings.warn(f"cannot measure {op}{dict(attrs)} on {[str(t) for t in inputs]} ({first}); "
-                          f"using the roofline estimate {estimate:.3g} s", RuntimeWarning, stacklevel=2)
-            return estimate
-        self.measurements += 1
-        self._times[key] = seconds
-        self._write({key: seconds})
-        return seconds
+        return self._times.seconds(self.key(op, attrs, inputs), lambda: self.measure(op, attrs, inputs),
+                                   lambda: self._fallback(op, attrs, inputs, output), call_name(op, attrs, inputs))
 
     def measure(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type]) -> float:
         """Build and time one call now (no cache); seconds per call, fastest repeat."""
@@ -232,28 +197,12 @@ class Measured:
         dev = tvm.cpu()
         vm = relax.VirtualMachine(relax.build(mod, target=self.target), dev)
         rng = np.random.default_rng(self.seed)
-        values = [tvm.runtime.tensor(_random_input(t, rng), dev) for t in _tensors(list(inputs))]
+        values = [tvm.runtime.tensor(random_input(t, rng), dev) for t in _tensors(list(inputs))]
         timer = vm.time_evaluator("main", dev, number=self.number, repeat=self.repeat)
         return float(timer(*values).min)
 
-    def _read(self) -> dict[str, float]:
-        """The cache on disk; empty when missing or unreadable."""
-        return {k: float(v) for k, v in self._cache.read().items()}
-
-    def _write(self, new: Mapping[str, float]) -> None:
-        """Merge ``new`` into the cache on disk (see :class:`~gsl_eq.disk_cache.JsonCache`)."""
-        self._times.update({k: float(v) for k, v in self._cache.merge(new).items()})
-
     def __repr__(self) -> str:
         return f"Measured(target={self.target!r}, cache_dir={str(self.cache_dir)!r}, number={self.number}, repeat={self.repeat})"
-
-
-def _random_input(ty: TensorType, rng: np.random.Generator) -> np.ndarray:
-    """Values valid for any op: floats in [0.1, 0.9) (inside the domain of log, sqrt, acos, ...),
-    zeros for integers and booleans (always valid indices)."""
-    if "float" in ty.dtype:
-        return rng.uniform(0.1, 0.9, ty.shape).astype(ty.dtype)
-    return np.zeros(ty.shape, dtype=ty.dtype)
 
 
 # --------------------------------------------------------------------------- units
@@ -287,14 +236,21 @@ def _gpu_cost() -> CostModel:
     return GPU()
 
 
+def _gpu_measured_cost() -> CostModel:
+    from .torch_cost import MeasuredGPU  # it imports PyTorch: only when asked for
+
+    return MeasuredGPU()
+
+
 COST_MODELS: dict[str, Callable[[], CostModel]] = {
     "opcount": OpCount, "roofline": Roofline, "measured": Measured, "tvm": _tvm_cost, "gpu": _gpu_cost,
+    "gpu-measured": _gpu_measured_cost,
 }
 
 
 def get_cost_model(name_or_model: str | CostModel) -> CostModel:
     """A cost model: a fresh default instance for a name (``"opcount"``, ``"roofline"``,
-    ``"measured"``, ``"tvm"``, ``"gpu"``, any case), or ``name_or_model`` itself when it already is a model.
+    ``"measured"``, ``"tvm"``, ``"gpu"``, ``"gpu-measured"``, any case), or ``name_or_model`` itself when it already is a model.
 
     Raises ``ValueError`` naming the valid choices otherwise.
     """
