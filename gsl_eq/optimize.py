@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 MODES = ("saturate", "greedy")
 SELECTIONS = ("cost", "measured")
 #: The built-in cost models that build and time kernels: not used for extra candidates unless asked for.
-MEASURING = ("measured", "tvm")
+MEASURING = ("measured", "tvm", "gpu-measured")
 EXTRACTORS = ("ilp", "greedy", "tree", "egglog")
 #: What extraction does with the cycles of the e-graph: keep them (the exact extractor forbids
 #: cyclic choices) or filter them as TENSAT does (:func:`~gsl_eq.egraph.cycles.closing_cycles`).
