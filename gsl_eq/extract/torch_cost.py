@@ -38,8 +38,11 @@ class MeasuredGPU(GPU, TimedCalls):
     version, op, attributes and input types. A call PyTorch cannot run (an op with no form in
     :mod:`gsl_eq.torch_ops`) is charged the analytic model's price, with a warning (``failures``).
 
-    >>> model = MeasuredGPU(torch_device="cpu")                        # doctest: +SKIP
-    >>> model.kernel_seconds("relax.nn.relu", {}, [t], t)               # seconds, measured once
+    Example (a CUDA GPU; ``torch_device="cpu"`` anywhere)::
+
+        model = MeasuredGPU()
+        t = TensorType((1, 64, 56, 56), "float32")
+        model.kernel_seconds("relax.nn.relu", {}, [t], t)   # seconds, measured once, then from the cache
     """
 
     name = "gpu-measured"
