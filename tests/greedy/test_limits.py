@@ -56,6 +56,16 @@ def test_an_expanding_rule_stops_at_the_time_limit():
     assert result.stop_reason is StopReason.TIME_LIMIT and result.passes >= 2
 
 
+def test_the_passes_leave_the_time_the_graph_takes_to_become_a_workload(monkeypatch):
+    rewrite = importlib.import_module("gsl_eq.greedy.rewrite")
+    wl = relu_chain()
+    monkeypatch.setattr(rewrite, "CONVERT_SECONDS_PER_NODE", 10.0 / len(wl.graph))  # 10 s for this graph
+    result = greedy(wl, [doubling()], time_limit=5, fold_params=False)
+    assert result.stop_reason is StopReason.TIME_LIMIT and result.passes == 0 and relus(result.workload) == 4
+    monkeypatch.setattr(rewrite, "CONVERT_SECONDS_PER_NODE", 1e-3 / len(wl.graph))
+    assert greedy(wl, [doubling()], time_limit=5, max_rounds=1, max_passes=1, fold_params=False).passes == 1
+
+
 def test_an_expanding_rule_stops_at_the_round_limit():
     result = greedy(relu_chain(), [doubling()], max_rounds=2, max_passes=3, fold_params=False)
     assert result.stop_reason is StopReason.ITERATION_LIMIT
