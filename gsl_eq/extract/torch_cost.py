@@ -67,17 +67,11 @@ class MeasuredGPU(GPU, TimedCalls):
         self.rounds, self.round_seconds, self.seed = int(rounds), float(round_seconds), seed
         self._times = MeasuredTimes(self.cache_dir, self.CACHE_FILE, self._FORMAT,
                                     estimate=f"the analytic {self.device.name} price")
-
-    @property
-    def scope(self) -> str:
-        """What the measured times depend on besides the call: the device and PyTorch's version."""
-        import torch
-
-        if self.torch_device.type == "cuda":
-            where = torch.cuda.get_device_name(self.torch_device)
-        else:
-            where = f"{self.torch_device.type}, {torch.get_num_threads()} threads"
-        return f"{where}; torch {torch.__version__}"
+        where = (torch.cuda.get_device_name(self.torch_device) if self.torch_device.type == "cuda"
+                 else f"{self.torch_device.type}, {torch.get_num_threads()} threads")
+        #: What the measured times depend on besides the call, part of every cache key: the device
+        #: (a processor with the threads PyTorch had when the model was made) and PyTorch's version.
+        self.scope = f"{where}; torch {torch.__version__}"
 
     def kernel_seconds(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type) -> float:
         """One call run as a kernel of its own, as measured on the device (launch included)."""
