@@ -138,6 +138,18 @@ def satisfies(actual: Any, expected: Any) -> bool:
     return bool(np.all(actual == expected))
 
 
+def meets(actual: Any, expr: A.AttrExpr, expected: Any) -> bool:
+    """Whether attribute value ``actual`` meets constraint ``expr``, evaluated to ``expected``.
+
+    A ``None`` written in the rule accepts any value (:func:`satisfies`); a ``None`` read from a
+    matched node (``out_dtype=conv1.out_dtype`` where conv1's is unset) is a value like any other,
+    met by ``None`` alone: "the same attribute" must not match whatever the other node carries.
+    """
+    if expected is None and not (isinstance(expr, A.Const) and expr.value is None):
+        return actual is None
+    return satisfies(actual, expected)
+
+
 def node_attr(node: Node, name: str) -> Any:
     """Attribute ``name`` of a graph node, plus ``length`` of a tuple.
 

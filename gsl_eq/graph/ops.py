@@ -183,6 +183,22 @@ def infer(op: str, attrs: Mapping[str, Any], input_types: Sequence[Type]) -> tup
     return ty, dict(canonical)
 
 
+def implicit_out_dtype(op: str, attrs: dict[str, Any], input_types: Sequence[Type], out_type: Type) -> dict[str, Any]:
+    """``attrs`` with ``out_dtype`` unset where TVM infers the same output type without it.
+
+    PyTorch's exporter writes ``out_dtype="float32"`` on a float32 conv; a rule's target (or a
+    module written by hand) leaves it unset. Both are one op: read the same way, their calls are
+    equal, in the e-graph and to a rule that asks for the same attributes.
+    """
+    if attrs.get("out_dtype") is None:
+        return attrs
+    unset = {**attrs, "out_dtype": None}
+    try:
+        return unset if infer_type(op, unset, input_types) == out_type else attrs
+    except TypeError:
+        return attrs
+
+
 def infer_type(op: str, attrs: Mapping[str, Any], input_types: Sequence[Type]) -> Type:
     """The output type TVM infers for a call of ``op`` (see :func:`infer`)."""
     return infer(op, attrs, input_types)[0]

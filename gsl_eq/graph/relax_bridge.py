@@ -113,7 +113,9 @@ class _Loader:
                 raise UnsupportedModuleError(f"{where}: {sig.name} with {attrs} cannot be rebuilt from its constructor")
             _verified_calls.add(key)
         inputs = [self.node(a, var) for a in args]
-        return Node.call(sig.name, inputs, attrs, type=from_relax_type(call.ty, where))
+        out_type = from_relax_type(call.ty, where)
+        attrs = ops.implicit_out_dtype(sig.name, attrs, [i.type for i in inputs], out_type)
+        return Node.call(sig.name, inputs, attrs, type=out_type)
 
 
 def _same_call(a: relax.Call, b: relax.Call) -> bool:

@@ -35,7 +35,7 @@ import numpy as np
 from ..frontend import Subst, spec
 from ..frontend import attr as A
 from ..frontend.errors import EvaluationError
-from ..frontend.evaluation import Env, evaluate, node_attr, satisfies
+from ..frontend.evaluation import Env, evaluate, meets, node_attr, satisfies
 from ..frontend.pat import Alt, Call, Cond, Const, GetItem, OpWithTrait, Pattern, Tuple, Variable, Variadic, Wildcard
 from ..graph import Graph, Kind, Node
 
@@ -308,7 +308,7 @@ class Matcher:
                 actual = node_attr(e, name)
             except (KeyError, EvaluationError) as err:
                 return self._fail(p, e, "guard {}={!r} cannot be evaluated: {}", name, expr, err)
-            if not satisfies(actual, expected):
+            if not meets(actual, expr, expected):
                 return self._fail(p, e, "guard {}={!r} is false: expected {!r}, the node has {!r}", name, expr, expected, actual)
         scope.table(p, self.m)[p] = e  # self.m may be a restored copy by now
         self.m.used.add(e)

@@ -39,7 +39,7 @@ import numpy as np
 from ..frontend import Subst, spec
 from ..frontend import attr as A
 from ..frontend.errors import EvaluationError
-from ..frontend.evaluation import evaluate, node_attr, satisfies
+from ..frontend.evaluation import evaluate, meets, node_attr
 from ..frontend.pat import Alt, Call, Cond, Const, GetItem, Pattern, Tuple, Variable, Variadic, Wildcard
 from ..graph import Graph, Kind, Node
 from ..graph.types import TensorType, TupleType
@@ -374,7 +374,7 @@ class Synthesizer:
                 if expected is _UNKNOWN:
                     continue
                 try:
-                    ok = satisfies(node_attr(node, name), expected)
+                    ok = meets(node_attr(node, name), expr, expected)
                 except (KeyError, TypeError, ValueError):
                     ok = False
                 if not ok:

@@ -71,6 +71,20 @@ def test_guards_that_tell_a_match_from_its_mirror_are_refused():
         optimize(projections(2), [narrower], mode="saturate", cost=MatmulHeavy(), iter_limit=2)
 
 
+def test_convs_that_differ_in_an_implicit_out_dtype_merge(same_outputs):
+    """PyTorch's exporter writes out_dtype="float32" on a float32 conv, a rule's target leaves it unset:
+    read into one form, the two convs merge. Before, the symmetric parallel_conv_variadic compared the
+    unset one as a wildcard and the set one as a value, and optimize raised mid-run on a user's CNN."""
+    x = relax.Var("x", relax.TensorType((1, 4, 6, 6), "float32"))
+    w1, w2 = (relax.Var(f"w{i}", relax.TensorType((4, 4, 1, 1), "float32")) for i in (1, 2))
+    wl = Workload.from_expr(relax.Tuple([R.nn.conv2d(x, w1, out_dtype="float32"), R.nn.conv2d(x, w2)]), {"x"})
+    assert {n.attrs["out_dtype"] for n in wl.graph if n.op == "relax.nn.conv2d"} == {None}
+    for mode in ("saturate", "greedy"):
+        result = optimize(wl, [rules.parallel_conv_variadic()], mode=mode, cost="gpu")
+        assert result.workload.graph.op_counts()["relax.nn.conv2d"] == 1
+        same_outputs(wl, result.workload)
+
+
 def test_a_disconnected_symmetric_rule_pairs_each_two_matches_once():
     a, b = pat.Wildcard(), pat.Wildcard()
     halves = op.Split(op.ReLU(op.Concatenate((a, b), axis=1)), indices_or_sections=(a.shape[1],), axis=1)

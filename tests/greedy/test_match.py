@@ -228,3 +228,18 @@ def test_rule_that_never_stops_is_bounded():
     result = greedy(wl, [commute], max_rounds=3, max_passes=4)
     assert not result.converged and result.stop_reason is StopReason.CYCLE and result.fired["commute"] == 2
     assert_same_outputs(wl, result.workload)
+
+
+def test_an_unset_attribute_read_from_a_matched_node_is_a_value_not_a_wildcard():
+    """``axis=first.axis`` where first's axis is unset asks for an unset axis: a squeeze of every
+    unit axis is not the squeeze of listed axes (a None written in a rule still accepts any value)."""
+    x = pat.Wildcard()
+    first = op.Squeeze(x)
+    same = Subst([first, op.Squeeze(x, axis=first.axis)], [op.Squeeze(x, axis=first.axis)] * 2, name="same squeeze")
+    v = relax.Var("x", relax.TensorType((1, 3, 1), "float32"))
+    listed = Workload.from_expr(relax.Tuple([relax.op.squeeze(v), relax.op.squeeze(v, [0, 2])]), {"x"})
+    assert same(listed).graph.op_counts()["relax.squeeze"] == 2
+    alike = Workload.from_expr(relax.Tuple([relax.op.squeeze(v), relax.op.squeeze(v)]), {"x"})
+    assert same(alike).graph.op_counts()["relax.squeeze"] == 1
+    anything = Subst([first, op.Squeeze(x, axis=None)], [op.Squeeze(x, axis=first.axis)] * 2, name="any squeeze")
+    assert anything(listed).graph.op_counts()["relax.squeeze"] == 1
