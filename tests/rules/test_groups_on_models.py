@@ -51,3 +51,32 @@ def test_transformer_layer_lowered(same_outputs):
     result = greedy(wl, rules.all())
     assert result.fired["lower_layer_norm"] == 2 and "nn.layer_norm" not in ops(result.workload)
     same_outputs(wl, result.workload)
+
+
+@pytest.mark.parametrize("sets", ["tensat+default", "default+algebraic"])
+def test_a_pytorch_cnn_with_a_batch_optimizes_under_the_readme_combinations(same_outputs, sets):
+    """A user's CNN exported from PyTorch (out_dtype="float32" on every conv), batch 2, with a plain and a
+    grouped conv of one input and two 1x1 convs of another: the combinations the README shows run to the
+    end in saturate mode (tensat()+default() raised mid-run before: its convs without out_dtype met the
+    exported ones) and keep what the model computes."""
+    torch = pytest.importorskip("torch")
+    from gsl_eq import Workload, optimize
+    from gsl_eq.rules.sets import rule_set
+
+    class Net(torch.nn.Module):
+        def __init__(self, c: int = 8):
+            super().__init__()
+            self.stem, self.plain = torch.nn.Conv2d(3, c, 3, padding=1), torch.nn.Conv2d(c, c, 3, padding=1)
+            self.grouped = torch.nn.Conv2d(c, c, 3, padding=1, groups=4)
+            self.left, self.right = torch.nn.Conv2d(c, c, 1), torch.nn.Conv2d(c, c, 1)
+
+        def forward(self, x):
+            x = torch.relu(self.stem(x))
+            y = torch.relu(self.plain(x))
+            return torch.relu(self.left(y) + self.right(y) + self.grouped(x))
+
+    wl = Workload.from_torch(Net().eval(), (torch.randn(2, 3, 10, 10),))
+    result = optimize(wl, rule_set(sets), mode="saturate", cost="gpu", node_limit=8_000, time_limit=40)
+    assert result.report.cost_after < result.report.cost_before
+    assert ops(result.workload)["nn.conv2d"] < ops(wl)["nn.conv2d"]
+    same_outputs(wl, result.workload)
