@@ -115,6 +115,12 @@ SOLVERS = ("auto", "highs", "cp-sat")
 #: tensat), where CP-SAT proves them optimal in 12 and 30. A fifth of 60 s tells the two kinds
 #: apart. Side by side: BENCHMARKS.md, extraction-solvers.
 HIGHS_SHARE = 0.2
+#: A program of fewer kept e-nodes goes to HiGHS without that look at its presolve: HiGHS presolved
+#: each of the 29 such programs of TENSAT's graphs (both settings, gpu model) in 0.26 s or less, and
+#: the look only had it presolve twice (NasRNN's cell under tensat() + default(): 0.19 s of a 0.9 s
+#: extraction). The programs whose presolve overran the share held 7,200 kept e-nodes (the ViT
+#: encoder's) and 18,500 (GPT-2's).
+UNPROBED_NODES = 3000
 
 
 def ilp_extract(
@@ -134,10 +140,11 @@ def ilp_extract(
     ``solver``: ``"highs"`` (this module's program, cycles cut lazily), ``"cp-sat"``
     (:mod:`.cpsat`: acyclicity in the model) or ``"auto"``: CP-SAT where the kept e-nodes
     put e-classes on a cycle, HiGHS otherwise, fusion rows (:mod:`.fusion`) or not, and CP-SAT
-    for a program HiGHS cannot presolve within :data:`HIGHS_SHARE` of its time. The result's ``solver`` says which
-    ran (``"highs, cp-sat"``: both, in turn). (On the 14 gpu e-graphs of TENSAT's graphs under its
-    rules, side by side with the same 60 s (BENCHMARKS.md, extraction-gpu), HiGHS and CP-SAT found
-    the same cost on all 14 and proved each optimal.)
+    for a program (of :data:`UNPROBED_NODES` kept e-nodes or more) HiGHS cannot presolve within
+    :data:`HIGHS_SHARE` of its time. The result's ``solver`` says which ran (``"highs, cp-sat"``:
+    both, in turn). (On the 14 gpu e-graphs of TENSAT's graphs under its rules, side by side with
+    the same 60 s (BENCHMARKS.md, extraction-gpu), HiGHS and CP-SAT found the same cost on all 14
+    and proved each optimal.)
 
     ``regions``: a large e-graph is solved region by region where it has regions
     (:mod:`.regions`), with the same optimum; the result's ``regions`` counts the programs
@@ -535,9 +542,9 @@ def _search(
 ) -> list[Outcome]:
     """:func:`_solve`'s loop on one program over the kept e-nodes ``nodes``, from ``start``
     (class position -> e-node number, a feasible choice), with parts rows if ``parts``. With
-    ``handover``, a single search whose program HiGHS cannot presolve within :data:`HIGHS_SHARE`
-    of the time is CP-SAT's; else HiGHS solves it with all the time (presolving again: a search
-    interrupted to look at it would start over, and lose its tree)."""
+    ``handover``, a single search whose program (of :data:`UNPROBED_NODES` kept e-nodes or more) HiGHS
+    cannot presolve within :data:`HIGHS_SHARE` of the time is CP-SAT's; else HiGHS solves it with all the
+    time (presolving again: a search interrupted to look at it would start over, and lose its tree)."""
     root_positions = graph.root_positions(roots)
     with without_gc():
         warm = graph.choice(start)
@@ -545,7 +552,8 @@ def _search(
         program = (CpSatProgram if solver == "cp-sat" else _Program)(graph, nodes, root_positions, bound, parts)
     ran = solver
     now = time.perf_counter()
-    if handover and k == 1 and solver == "highs" and not program.presolves_by(now + HIGHS_SHARE * (deadline - now)):
+    if (handover and k == 1 and solver == "highs" and len(nodes) >= UNPROBED_NODES
+            and not program.presolves_by(now + HIGHS_SHARE * (deadline - now))):
         with without_gc():  # HiGHS's presolve would take more than its share: CP-SAT's turn
             program = CpSatProgram(graph, nodes, root_positions, bound, parts)
         ran = "highs, cp-sat"

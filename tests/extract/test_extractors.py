@@ -300,6 +300,7 @@ def highs_egraphs(count: int = 5) -> list[tuple[dict, list, float]]:
 def test_cp_sat_solves_a_program_highs_cannot_presolve_in_its_share(case, monkeypatch):
     egraph, roots, optimum = highs_egraphs()[case]
     monkeypatch.setattr(ilp_module._Program, "presolves_by", lambda self, deadline: False)  # still presolving
+    monkeypatch.setattr(ilp_module, "UNPROBED_NODES", 0)  # as a large program's would be
     exact = ilp_extract(egraph, roots)
     assert (exact.solver, exact.status, exact.gap, exact.cost) == ("highs, cp-sat", "optimal", 0.0, optimum)
     alone = ilp_extract(egraph, roots, solver="highs")  # told to use HiGHS: HiGHS alone, presolve not looked at
@@ -317,6 +318,20 @@ def test_a_program_highs_presolves_in_its_share_is_solved_by_highs_with_all_the_
     exact = ilp_extract(egraph, roots, time_limit=30)
     assert (exact.solver, exact.status, exact.cost) == ("highs", "optimal", optimum)
     assert deadlines and all(d > start + 25 for d in deadlines)  # the search is not stopped at HiGHS's share
+
+
+def test_a_small_program_goes_to_highs_without_a_look_at_its_presolve(monkeypatch):
+    """Below UNPROBED_NODES kept e-nodes the look would only have HiGHS presolve twice."""
+    egraph, roots, optimum = highs_egraphs()[0]
+    looked = []
+    presolves_by = ilp_module._Program.presolves_by
+    monkeypatch.setattr(ilp_module._Program, "presolves_by",
+                        lambda self, deadline: looked.append(len(self.nodes)) or presolves_by(self, deadline))
+    small = ilp_extract(egraph, roots)
+    assert (small.solver, small.cost, looked) == ("highs", optimum, [])
+    monkeypatch.setattr(ilp_module, "UNPROBED_NODES", 1)
+    large = ilp_extract(egraph, roots)
+    assert (large.solver, large.cost) == ("highs", optimum) and len(looked) == 1 and looked[0] >= 1
 
 
 def ac_sum_egraph(k: int):
