@@ -8,12 +8,14 @@ associativity search that took 0.03 s on 4.5k e-nodes took 0.5 s on 88k; a multi
 source's matches, by the cube of that growth). A rule whose search alone is predicted past the deadline
 is left out of the iteration's search (:meth:`EngineCalls._affordable`), unless that prediction
 comes from matches on a far smaller e-graph and the search, tried on a forked copy, ends within a
-share of the time left (:meth:`EngineCalls._probed_in_time`). Its matches are
+share of the time left (:meth:`EngineCalls._probed_in_time`); a multi-output source's search
+predicted so is tried first whatever its prediction, and left out if the trial does not end. Its matches are
 counted per GSL rule from egglog's names for the rules it compiles (:mod:`.compile`).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -111,32 +113,47 @@ class EngineCalls:
         last, then = self._last_time.get(ruleset, (0.0, size))
         predicted = last * max(1.0, size / max(then, 1))
         kind, _, index = ruleset.partition("_")
-        if kind == "search" and index.isdigit() and int(index) in self._last_matches and any(
-                len(q.outputs) > 1 for q in self.rule_queries[int(index)] if not q.disconnected):
+        if kind == "search" and index.isdigit() and int(index) in self._last_matches and self._multi_output(int(index)):
             matches, then = self._last_matches[int(index)]
             predicted = max(predicted, SECONDS_PER_MATCH * matches * max(1.0, size / max(then, 1)) ** 3)
         return predicted
 
     def _affordable(self, rules: list[int]) -> tuple[list[int], list[int]]:
         """``rules`` split into those whose search is predicted to end before the deadline, and the others
-        (left out of this iteration's search: one egglog call cannot be stopped)."""
+        (left out of this iteration's search: one egglog call cannot be stopped). The search of a source of
+        several outputs whose record is stale (:meth:`_stale`) is tried first, however small its
+        prediction: its matches can outgrow any power of the e-graph's growth (sums regrouped by
+        associativity give a variadic merge ever more operands: on a PyTorch CNN adding five convs, a
+        ban lifted at 1,600 e-nodes, 16 times the e-graph of its last search, a search predicted at 13 s
+        found 10 million matches in 23 s, and a 30 s limit ran 34 s; 106 s with one conv more)."""
         left, size = self.deadline - time.perf_counter(), self._size()
-        late = [k for k in rules if self._predicted([f"search_{k}"], size) > left and not self._probed_in_time(k, size)]
+        late = [k for k in rules if (self._predicted([f"search_{k}"], size) > left
+                                     or self._stale(k, size) and self._multi_output(k))
+                and not self._probed_in_time(k, size)]
         return [k for k in rules if k not in late], late
 
-    def _probed_in_time(self, k: int, size: int) -> bool:
-        """Whether rule ``k``'s search, predicted from matches on an e-graph at least :data:`STALE_GROWTH`
-        times smaller (and not tried since it grew so), ran on a forked copy of the e-graph within
-        :data:`PROBE_SHARE` of the time left, with room left for running it here; its time and
-        matches there are then its record."""
+    def _stale(self, k: int, size: int) -> bool:
+        """Whether rule ``k``'s search is predicted from matches on an e-graph at least :data:`STALE_GROWTH`
+        times smaller than ``size`` e-nodes, and was not tried since it grew so."""
         matches = self._last_matches.get(k)
-        if matches is None or size < STALE_GROWTH * max(matches[1], self._probed.get(k, 0), 1):
+        return matches is not None and size >= STALE_GROWTH * max(matches[1], self._probed.get(k, 0), 1)
+
+    def _multi_output(self, k: int) -> bool:
+        return any(len(q.outputs) > 1 for q in self.rule_queries[k] if not q.disconnected)
+
+    def _probed_in_time(self, k: int, size: int) -> bool:
+        """Whether rule ``k``'s search, whose record is stale (:meth:`_stale`), ran on a forked copy of the
+        e-graph within :data:`PROBE_SHARE` of the time left, with room left for running it here; its time
+        and matches there are then its record. A search that did not end there is recorded as endless,
+        and so left out, until the e-graph has grown as much again."""
+        if not self._stale(k, size):
             return False
         self._probed[k] = size
         ruleset = f"search_{k}"
         budget = PROBE_SHARE * (self.deadline - time.perf_counter())
         found = run_bounded(lambda: self._search_alone(ruleset), budget)
         if found is None:
+            self._last_time[ruleset] = (math.inf, size)
             return False
         took, matches_found = found
         self._last_time[ruleset] = (took, size)

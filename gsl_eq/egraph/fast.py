@@ -75,12 +75,11 @@ class FastIterations:
         return max(FAST_SHARE * (last.search_time + last.apply_time) * size / max(last.enodes, 1), 1e-3)
 
     def _fast(self, n: int, searched: list[int], banned: list[str], new_keys: dict[str, int],
-              accepted: dict[str, int],
-              rejected: dict[str, dict[str, int]]) -> tuple[Iteration, StopReason | None] | None:
-        """A fast iteration (see the module docstring); None, the e-graph as it was, if it was refused
-        (the keys it decided stay decided)."""
+              accepted: dict[str, int], rejected: dict[str, dict[str, int]],
+              start: float) -> tuple[Iteration, StopReason | None] | None:
+        """A fast iteration (see the module docstring), timed from ``start``; None, the e-graph as it was,
+        if it was refused (the keys it decided stay decided)."""
         eg, names, counts = self.egraph, [r.name for r in self.rules], Counts()
-        start = time.perf_counter()
         keyed_rules = [k for k in searched if not all(q.covered(eg) for q in self.queries[k] if not q.disconnected)]
         if keyed_rules:
             self._run(counts, [f"key_{k}" for k in keyed_rules])

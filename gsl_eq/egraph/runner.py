@@ -184,17 +184,17 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         eg, names = self.egraph, [r.name for r in self.rules]
         banned = [names[k] for k in range(len(names)) if self.scheduler.banned(k, n)]
         searched = [k for k in range(len(self.rules)) if self.scheduler.should_search(k, n, self.backlog[k])]
+        ticks, reason = [time.perf_counter()], None  # the search's time holds the trials of searches on forks
         searched, late = self._affordable(searched)
         search, apply, found, new_bans = Counts(), Counts(), {}, []
         new_keys: dict[str, int] = {}
         accepted: dict[str, int] = {}
         rejected: dict[str, dict[str, int]] = {}
-        ticks, reason = [time.perf_counter()], None
         if any(q.mirrors for qs in self.queries for q in qs):
             eg.number()  # a symmetric rule's matches compare the ranks of their outputs (order)
         if not late and self._fast_possible(n, searched):
             try:
-                fast = self._fast(n, searched, banned, new_keys, accepted, rejected)
+                fast = self._fast(n, searched, banned, new_keys, accepted, rejected, ticks[0])
             except OutOfTime:
                 fast = None
                 reason = StopReason.TIME_LIMIT

@@ -189,6 +189,60 @@ def test_a_search_predicted_from_a_far_smaller_egraph_is_tried_and_run_when_it_i
     assert runner._last_matches[0][0] < 10**6 and runner._probed == {0: len(ac_sum(4).graph)}
 
 
+def test_a_stale_multi_output_search_predicted_quick_is_tried_first_and_left_out_when_the_trial_runs_on(monkeypatch):
+    """A record from a far smaller e-graph can promise a quick search however explosive it is now (a
+    variadic merge over sums regrouped by associativity: predicted at 13 s, 23 s for 10 million
+    matches): such a search is tried on a forked copy first, and one that did not end there is left
+    out for the rest of the run, whatever its prediction says."""
+    monkeypatch.setattr(EngineCalls, "_search_alone", lambda self, ruleset: time.sleep(60))
+    runner = Runner(ac_sum(4).graph, [rules.parallel_matmul()], time_limit=5)
+    runner._last_matches[0] = (1, 1)  # one match on a 1-node e-graph: predicted at microseconds
+    assert runner._predicted(["search_0"], len(ac_sum(4).graph)) < 0.01
+    start = time.perf_counter()
+    report = runner.run()
+    assert time.perf_counter() - start < 0.25 * 5 + 1
+    assert report.stop_reason is StopReason.TIME_LIMIT
+    assert report.iterations[0].late == ["parallel_matmul"] and report.iterations[0].matches == {}
+    assert runner._last_time["search_0"][0] == float("inf")
+    assert report.iterations[0].search_time >= 0.25 * 5 * 0.9  # the trial is part of the search's time
+
+
+def test_optimize_keeps_its_time_limit_where_a_lifted_ban_meets_regrouped_sums(same_outputs):
+    """A user's PyTorch CNN adding five convs of one input, under tensat() + default() with default
+    settings: TASO's associativity regroups the sum, so a variadic merge's operands multiply; banned
+    early, its search came back at 16 times the e-graph it was last predicted from, and a 10 s limit
+    ran 29 s (one egglog call of 24 s)."""
+    torch = pytest.importorskip("torch")
+    from gsl_eq import Workload
+    from gsl_eq.rules.sets import rule_set
+
+    class Net(torch.nn.Module):
+        def __init__(self, c: int = 8, k: int = 5):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, c, 3, padding=1)
+            self.branches = torch.nn.ModuleList(torch.nn.Conv2d(c, c, 3 - 2 * (i % 2), padding=1 - i % 2)
+                                                for i in range(k))
+
+        def forward(self, x):
+            x = torch.relu(self.stem(x))
+            out = self.branches[0](x)
+            for branch in self.branches[1:]:
+                out = out + branch(x)
+            return torch.relu(out)
+
+    torch.manual_seed(0)
+    wl = Workload.from_torch(Net().eval(), (torch.randn(2, 3, 10, 10),))
+    limit = 10.0
+    start = time.perf_counter()
+    result = optimize(wl, rule_set("tensat+default"), mode="saturate", cost="gpu", time_limit=limit)
+    wall = time.perf_counter() - start
+    report = result.report
+    after = report.timings["final build"] + report.timings.get("check", 0.0) + report.timings.get("release", 0.0)
+    assert wall - after <= 1.1 * limit
+    assert report.cost_after < report.cost_before
+    same_outputs(wl, result.workload)
+
+
 def test_dropping_the_rows_of_rejected_keys_is_predicted_by_the_rows_before_any_rate_is_measured():
     """A variadic source on MobileNet-V2 found 21 million matches in 37 s, nearly all of rejected keys;
     dropping their rows took 24 s more, past the deadline, as nothing predicted that call. A call
