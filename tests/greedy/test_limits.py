@@ -137,7 +137,11 @@ def test_optimize_in_greedy_mode_stops_at_each_limit(rule, build, limits, reason
     before = wl.mod.script()
     start = time.perf_counter()
     result = optimize(wl, [rule()], mode="greedy", **limits)
-    assert time.perf_counter() - start < 1.5 * limits["time_limit"] + 5
+    timings = result.report.timings
+    # building and checking the result come after the limit, as documented (the check of a chain of 1,000
+    # transposes takes 3-5 s, so a fixed allowance for it failed on a slower machine under load)
+    after = timings.get("final build", 0.0) + timings.get("check", 0.0) + timings.get("release", 0.0)
+    assert time.perf_counter() - start - after < 1.5 * limits["time_limit"] + 0.5
     assert result.report.stop_reason == reason
     assert any(reason in note for note in result.report.notes)
     assert wl.mod.script() == before
