@@ -9,7 +9,7 @@ source's matches, by the cube of that growth). A rule whose search alone is pred
 is left out of the iteration's search (:meth:`EngineCalls._affordable`), unless that prediction
 comes from matches on a far smaller e-graph and the search, tried on a forked copy, ends within a
 share of the time left (:meth:`EngineCalls._probed_in_time`); a multi-output source's search
-predicted so is tried first whatever its prediction, and left out if the trial does not end. Its matches are
+predicted so is tried first, unless predicted at milliseconds, and left out if the trial does not end. Its matches are
 counted per GSL rule from egglog's names for the rules it compiles (:mod:`.compile`).
 """
 
@@ -56,6 +56,10 @@ SECONDS_PER_ROW = 1e-6
 STALE_GROWTH = 4.0
 #: The share of the time left such a trial may take; past it the child is stopped and the search left out.
 PROBE_SHARE = 0.25
+#: A multi-output search with a stale record predicted at less than this runs without a trial: a trial's fork
+#: costs 25-40 ms, and a zoo NasRNN's default()+algebraic() run spent 0.8 s on twelve trials of searches
+#: predicted at 7 ms (the explosive searches seen were predicted at 3 s and more).
+TRIAL_FLOOR = 0.1
 
 
 class OutOfTime(Exception):
@@ -121,14 +125,15 @@ class EngineCalls:
     def _affordable(self, rules: list[int]) -> tuple[list[int], list[int]]:
         """``rules`` split into those whose search is predicted to end before the deadline, and the others
         (left out of this iteration's search: one egglog call cannot be stopped). The search of a source of
-        several outputs whose record is stale (:meth:`_stale`) is tried first, however small its
-        prediction: its matches can outgrow any power of the e-graph's growth (sums regrouped by
+        several outputs whose record is stale (:meth:`_stale`) is tried first, unless predicted under
+        :data:`TRIAL_FLOOR`, however far within the time left: its matches can outgrow any power of the e-graph's growth (sums regrouped by
         associativity give a variadic merge ever more operands: on a PyTorch CNN adding five convs, a
         ban lifted at 1,600 e-nodes, 16 times the e-graph of its last search, a search predicted at 13 s
         found 10 million matches in 23 s, and a 30 s limit ran 34 s; 106 s with one conv more)."""
         left, size = self.deadline - time.perf_counter(), self._size()
-        late = [k for k in rules if (self._predicted([f"search_{k}"], size) > left
-                                     or self._stale(k, size) and self._multi_output(k))
+        predicted = {k: self._predicted([f"search_{k}"], size) for k in rules}
+        late = [k for k in rules if (predicted[k] > left
+                                     or predicted[k] >= TRIAL_FLOOR and self._stale(k, size) and self._multi_output(k))
                 and not self._probed_in_time(k, size)]
         return [k for k in rules if k not in late], late
 

@@ -9,7 +9,7 @@ import pytest
 
 from gsl_eq import optimize, rules
 from gsl_eq.egraph import Runner, StopReason
-from gsl_eq.egraph.calls import SECONDS_PER_MATCH, EngineCalls
+from gsl_eq.egraph.calls import SECONDS_PER_MATCH, TRIAL_FLOOR, EngineCalls
 from gsl_eq.models import ac_sum, polynomial
 from tests.conftest import assert_same_outputs
 
@@ -196,8 +196,9 @@ def test_a_stale_multi_output_search_predicted_quick_is_tried_first_and_left_out
     out for the rest of the run, whatever its prediction says."""
     monkeypatch.setattr(EngineCalls, "_search_alone", lambda self, ruleset: time.sleep(60))
     runner = Runner(ac_sum(4).graph, [rules.parallel_matmul()], time_limit=5)
-    runner._last_matches[0] = (1, 1)  # one match on a 1-node e-graph: predicted at microseconds
-    assert runner._predicted(["search_0"], len(ac_sum(4).graph)) < 0.01
+    runner._last_matches[0] = (1, 1)  # one match on a 1-node e-graph, in 0.02 s: predicted far within the limit
+    runner._last_time["search_0"] = (0.02, 1)
+    assert TRIAL_FLOOR <= runner._predicted(["search_0"], len(ac_sum(4).graph)) < 1.0
     start = time.perf_counter()
     report = runner.run()
     assert time.perf_counter() - start < 0.25 * 5 + 1
