@@ -28,8 +28,6 @@ from .workload import Workload
 TOLERANCE = {"float64": 1e-6, "float32": 1e-3, "float16": 2e-2, "bfloat16": 5e-2}
 #: The seed of the random inputs the check runs on.
 SEED = 20_251
-#: The reference is only computed, never returned: LLVM without optimization builds it 4x sooner.
-REFERENCE_TARGET = {"kind": "llvm", "opt-level": 0}
 
 
 @dataclass
@@ -48,8 +46,9 @@ class Reference:
     @staticmethod
     def of(wl: Workload) -> "Reference":
         """Run ``wl`` (a copy, built here), or its legalized form when TVM cannot build it; both
-        built with :data:`REFERENCE_TARGET`, the candidates as users build them. The last few
-        references are remembered by content: greedy orderings of one workload share one."""
+        built to run once (:meth:`Workload.build`'s ``once``: it is only computed, never returned),
+        the candidates as users build them. The last few references are remembered by content:
+        greedy orderings of one workload share one."""
         key = fingerprint(wl)
         if key not in _references:
             _references[key] = Reference._compute(wl)
@@ -65,7 +64,7 @@ class Reference:
         first = "; ".join(map(str, wl.unfolded))  # folding found what TVM cannot build: no need to try
         if not first:
             try:
-                return Reference(inputs, run(Workload(wl.mod, wl.params).build(REFERENCE_TARGET), inputs), "input")
+                return Reference(inputs, run(Workload(wl.mod, wl.params).build(once=True), inputs), "input")
             except WorkloadError as error:
                 first = _first_line(error)
         from . import rules
@@ -73,7 +72,7 @@ class Reference:
 
         legal = greedy(wl, rules.legalize(), fold_params=False).workload
         try:
-            return Reference(inputs, run(Workload(legal.mod, legal.params).build(REFERENCE_TARGET), inputs),
+            return Reference(inputs, run(Workload(legal.mod, legal.params).build(once=True), inputs),
                              "legalized input")
         except WorkloadError as error:
             return Reference(inputs, None, "none", f"TVM cannot build the input ({first}), nor legalized "

@@ -169,19 +169,26 @@ class Workload:
         """Names of the runtime inputs, in signature order."""
         return [v.name for v in self._graph.inputs if v.name not in self._params]
 
-    def build(self, target: str | dict = "llvm", schedules: "ScheduleDatabase | None" = None) -> "Workload":
+    def build(self, target: str | dict = "llvm", schedules: "ScheduleDatabase | None" = None,
+              once: bool = False) -> "Workload":
         """Compile the module with TVM for ``target`` (CPU; a name or a JSON dict as TVM takes them,
         ``{"kind": "llvm", "opt-level": 0}``); returns self for chaining. Without a schedule database,
         TVM's default pipeline builds it with reductions' loops reordered for the cache
         (:mod:`gsl_eq.cpu_build`). With a :class:`~gsl_eq.schedule_db.ScheduleDatabase`, every kernel
         is scheduled as it says (its own target then applies).
 
+        ``once``: the module is to run once (a fold, a reference to compare with), so it is built
+        soonest, not fastest: ``target`` without LLVM's optimizations and TVM's pipeline without
+        constant folding (which compiles each computation on constants apart to run it at build time).
+
         Raises WorkloadError, naming TVM's reason, when TVM cannot compile the module
         (see :attr:`unfolded` and :func:`gsl_eq.rules.legalize`).
         """
         try:
-            compile_ = (lambda mod: cpu_build.build(mod, tvm.target.Target(target))) if schedules is None \
-                else schedules.build
+            if once:
+                target = {**tvm.target.Target(target).export(), "opt-level": 0}
+            compile_ = (lambda mod: cpu_build.build(mod, tvm.target.Target(target), fold_constants=not once)) \
+                if schedules is None else schedules.build
             executable = cpu_build.on_fresh_copies(compile_, self._mod)
         except Exception as error:  # noqa: BLE001 - TVM raises several kinds; the cause is chained
             reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
@@ -286,6 +293,13 @@ class Workload:
         deciding to build it (the graph itself when nothing folds)."""
         frontier = self._fold_frontier()
         return self._with_params(self._param_vars(frontier)) if frontier else self._graph
+
+    def fold_calls(self) -> list[Node]:
+        """The calls :meth:`fold_params` would compute (children first; none when nothing folds):
+        what folding costs grows with them and their outputs' sizes."""
+        frontier = self._fold_frontier()
+        used_params = [v for v in self._graph.inputs if v.name in self._params]
+        return [n for n in Graph(used_params, frontier).rpo() if n.kind is Kind.CALL] if frontier else []
 
     def _fold_frontier(self) -> list[Node]:
         """The parameter-only nodes that folding turns into parameters."""
@@ -444,7 +458,7 @@ class _Folder:
         reads = {v for v in Graph(self.params, nodes).rpo() if v.kind is Kind.VAR}
         params = [v for v in self.params if v in reads]
         module = to_relax(Graph(params, nodes, returns_tuple=True))
-        return list(Workload(module, {v.name: self.wl.params[v.name] for v in params})())
+        return list(Workload(module, {v.name: self.wl.params[v.name] for v in params}).build(once=True)())
 
     def _batch(self, nodes: list[Node]) -> None:
         nodes = [n for n in nodes if n not in self.values]

@@ -236,3 +236,21 @@ def test_a_rewrite_past_the_time_limit_is_not_folded_and_optimize_folds_it_as_it
     assert out.report.stop_reason == "time limit" and "final build" in out.report.timings
     assert "relax.negative" not in out.workload.graph.op_counts()
     assert_same_outputs(wl, out.workload)
+
+
+def test_a_fold_predicted_to_end_past_the_time_limit_is_not_started(monkeypatch):
+    """A pass can end before the limit and its fold long after it (TASO's merge_gconv on a NASNet-A:
+    a pass ending before an 8 s limit, its fold of 738 calls ending at 16 s): greedy mode folds
+    only what it predicts to fold in the time left, and leaves the rest as the rules computed it."""
+    rewrite = importlib.import_module("gsl_eq.greedy.rewrite")
+    wl = biased_chain()
+    unfolded = rewrite.to_workload(greedy(wl, [negated_twice()], fold_params=False).workload.graph, wl, False)
+    assert len(unfolded.fold_calls()) == 3 and rewrite.fold_seconds(unfolded) > 0  # three negatives
+    monkeypatch.setattr(rewrite, "FOLD_SECONDS", (60.0, 0.0, 0.0))  # a fold predicted to take a minute
+    start = time.perf_counter()
+    result = greedy(wl, [negated_twice()], time_limit=30)
+    assert time.perf_counter() - start < 30
+    assert result.workload.graph.op_counts()["relax.negative"] == 3  # not folded
+    assert_same_outputs(wl, result.workload)
+    monkeypatch.setattr(rewrite, "FOLD_SECONDS", (0.0, 0.0, 0.0))
+    assert "relax.negative" not in greedy(wl, [negated_twice()], time_limit=30).workload.graph.op_counts()
