@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 import tvm
 
 from . import rules as library
-from .egraph import Iteration, Runner, StopReason
+from .egraph import Iteration, Runner, Snapshot, StopReason
 from .egraph.cycles import closing_cycles
 from .extract import COST_MODELS, CostModel, Measured, OpCount, Roofline, get_cost_model, graph_cost
 from .extract.cost import display_unit, speedup
-from .extract.choose import egglog_extract, priced, rebuild, roots, rules_used
+from .extract.choose import as_of, egglog_extract, priced, rebuild, roots, rules_used
 from .extract import Extraction, greedy_dag_extract, ilp_candidates, tree_extract
 from .frontend import Subst
 from .graph import Graph, Kind, Node
@@ -57,6 +57,16 @@ EXTRACTION_SHARE = 0.2
 #: passes), with a margin over what a 2-core machine takes: saturation stops growing the
 #: e-graph where the time left would not cover extracting it.
 EXTRACTION_SECONDS_PER_ENODE = 40e-6
+#: Where saturation grew the e-graph past EARLY_GROWTH times EARLY_ENODES e-nodes, the exact
+#: extractor first extracts the e-graph as the last iteration that left at most EARLY_ENODES left
+#: it (:func:`~gsl_eq.extract.choose.as_of`), in at most EARLY_SHARE of its time, and starts from
+#: that choice where it is cheaper than the greedy DAG's (TASO's multi-pattern rules grow an
+#: Inception-v3 from 2,000 to 50,000 e-nodes of forms none of which pays; there the ILP found
+#: nothing better than the greedy DAG choice, the input, in 8 s). Smaller e-graphs, TENSAT's at
+#: its settings among them, are solved whole at once.
+EARLY_ENODES = 5_000
+EARLY_GROWTH = 4
+EARLY_SHARE = 0.25
 #: Seconds per e-node telling which rules the chosen term relies on, once it is chosen
 #: (:func:`~gsl_eq.egraph.attribution.attribute`: egglog indexes its tables for the provenance
 #: rules' first run; measured 10-14 us on a 2-core machine): extraction leaves it this.
@@ -601,7 +611,8 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
         # The ILP's next best are measured candidates too. Of the ``alternatives`` the input takes one:
         # ask for two more, as some may rebuild into graphs structurally equal to the input or another.
         chosen, *next_best = _extract(extractor, egraph, root_classes, deadline - attribution,
-                                      ilp_time_limit, report, k=alternatives + 1 if alternatives > 1 else 1)
+                                      ilp_time_limit, report, k=alternatives + 1 if alternatives > 1 else 1,
+                                      snap=snap)
         report.extraction_status, report.gap, report.extracted_cost = chosen.status, chosen.gap, chosen.cost
         report.solver, report.regions = chosen.solver or None, chosen.regions
         choice = chosen.choice
@@ -667,9 +678,11 @@ def _cost_model(cost: str | CostModel, schedules: "ScheduleDatabase | None") -> 
 
 
 def _extract(extractor: str, egraph: Any, root_classes: list, deadline: float, ilp_time_limit: float,
-             report: OptimizeReport, k: int = 1) -> list[Extraction]:
+             report: OptimizeReport, k: int = 1, snap: Snapshot | None = None) -> list[Extraction]:
     """The chosen extraction, then with the ILP and ``k`` > 1 up to ``k - 1`` next cheapest distinct
-    ones (:func:`~gsl_eq.extract.ilp_candidates`, searched for within the same time limit)."""
+    ones (:func:`~gsl_eq.extract.ilp_candidates`, searched for within the same time limit). The ILP
+    starts from the cheaper of the greedy DAG choice and, with ``snap``, the exact extraction of the
+    e-graph as an early iteration left it (:data:`EARLY_ENODES`)."""
     if extractor == "tree":
         return [tree_extract(egraph, root_classes)]
     margin = 0.05 * (deadline - time.perf_counter())  # for rebuilding the chosen graph
@@ -677,8 +690,27 @@ def _extract(extractor: str, egraph: Any, root_classes: list, deadline: float, i
     report.greedy_dag_cost, report.greedy_dag_time = warm.cost, warm.time
     if extractor == "greedy":
         return [warm]
+    early = _early_iteration(report.iterations, snap.num_enodes) if snap is not None else None
+    if early is not None:
+        iteration, enodes = early
+        small = as_of(egraph, snap, iteration)
+        left = deadline - margin - time.perf_counter()
+        start = ilp_candidates(small, root_classes, 1, time_limit=max(0.0, min(ilp_time_limit, EARLY_SHARE * left)),
+                               warm_start=greedy_dag_extract(small, root_classes))[0]
+        if start.cost < warm.cost * (1 - 1e-9):
+            report.notes.append(f"the ILP started from the exact extraction of the e-graph as iteration {iteration} "
+                                f"left it ({enodes:,} e-nodes; {start.status}), cost {start.cost:.6g} against the "
+                                f"greedy DAG choice's {warm.cost:.6g}")
+            warm = start
     left = deadline - margin - time.perf_counter()
     return ilp_candidates(egraph, root_classes, k, time_limit=max(0.0, min(ilp_time_limit, left)), warm_start=warm)
+
+
+def _early_iteration(iterations: list[dict[str, Any]], enodes: int) -> tuple[int, int] | None:
+    """The last iteration after which the e-graph held at most :data:`EARLY_ENODES` e-nodes, and how
+    many, where it now holds ``enodes``, :data:`EARLY_GROWTH` times that bound or more; else None."""
+    early = [(n, it["enodes"]) for n, it in enumerate(iterations, start=1) if it["enodes"] <= EARLY_ENODES]
+    return early[-1] if early and enodes >= EARLY_GROWTH * EARLY_ENODES else None
 
 
 def _final_build(out: Workload, timings: dict[str, float]) -> Workload:

@@ -11,6 +11,7 @@ kept as the baseline the other extractors are compared with.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from typing import Any, Collection, Hashable, Mapping, Sequence
@@ -66,6 +67,15 @@ def priced(eg: EGraph, snap: Snapshot, model: CostModel, check_builds: bool = Tr
                     continue
             row.append(ENodeCost(cost, tuple(e.children), e.op or e.kind.value))
     return out
+
+
+def as_of(egraph: ExtractGraph, snap: Snapshot, iteration: int) -> ExtractGraph:
+    """``egraph`` (priced from ``snap``) with the e-nodes born after saturation's ``iteration``
+    costing infinity: the terms the e-graph held then (with the unions made since), a program far
+    smaller where TASO's rules went on to grow it tenfold, and each of its choices one of ``egraph``'s."""
+    return {cls: [e if 0 <= born.born <= iteration else dataclasses.replace(e, cost=math.inf)
+                  for e, born in zip(row, snap.classes[cls])]
+            for cls, row in egraph.items()}
 
 
 def _fusing(eg: EGraph, model: Any, e: Any, key: tuple, cost: float, folds: set[Hashable],
