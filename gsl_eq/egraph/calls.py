@@ -9,8 +9,9 @@ source's matches, by the cube of that growth). A rule whose search alone is pred
 is left out of the iteration's search (:meth:`EngineCalls._affordable`), unless that prediction
 comes from matches on a far smaller e-graph and the search, tried on a forked copy, ends within a
 share of the time left (:meth:`EngineCalls._probed_in_time`); a multi-output source's search
-predicted so is tried first, unless predicted at milliseconds, and left out if the trial does not end. Its matches are
-counted per GSL rule from egglog's names for the rules it compiles (:mod:`.compile`).
+predicted so is tried first, unless predicted at milliseconds, and left out if the trial does not
+end. Its matches are counted per GSL rule from egglog's names for the rules it compiles
+(:mod:`.compile`).
 """
 
 from __future__ import annotations
@@ -68,9 +69,9 @@ class OutOfTime(Exception):
 
 class EngineCalls:
     """The :class:`~.runner.Runner`'s egglog calls: reads ``egraph``, ``deadline``, ``rules``,
-    ``queries``, ``rule_queries``, ``report`` and ``graph``, and its timing records ``_seconds_per_row``, ``_last_time`` and
-    ``_last_matches`` (per rule index: the matches its last search found, and the e-nodes then)
-    (per kind of call, per row; per ruleset, seconds and the e-nodes then)."""
+    ``queries``, ``rule_queries``, ``report`` and ``graph``, and its timing records: ``_seconds_per_row``
+    (per kind of call, per row), ``_last_time`` (per ruleset, seconds and the e-nodes then) and
+    ``_last_matches`` (per rule index: the matches its last search found, and the e-nodes then)."""
 
     def _run(self, counts: Counts, rulesets: list[str], rows: int = 0) -> dict[str, int]:
         """One egglog iteration of each of ``rulesets`` in turn (one egglog call), unless it is
@@ -126,10 +127,11 @@ class EngineCalls:
         """``rules`` split into those whose search is predicted to end before the deadline, and the others
         (left out of this iteration's search: one egglog call cannot be stopped). The search of a source of
         several outputs whose record is stale (:meth:`_stale`) is tried first, unless predicted under
-        :data:`TRIAL_FLOOR`, however far within the time left: its matches can outgrow any power of the e-graph's growth (sums regrouped by
-        associativity give a variadic merge ever more operands: on a PyTorch CNN adding five convs, a
-        ban lifted at 1,600 e-nodes, 16 times the e-graph of its last search, a search predicted at 13 s
-        found 10 million matches in 23 s, and a 30 s limit ran 34 s; 106 s with one conv more)."""
+        :data:`TRIAL_FLOOR`, however far within the time left: its matches can outgrow any power of the
+        e-graph's growth (sums regrouped by associativity give a variadic merge ever more operands: on a
+        PyTorch CNN adding five convs, a ban lifted at 1,600 e-nodes, 16 times the e-graph of its last
+        search, a search predicted at 13 s found 10 million matches in 23 s, and a 30 s limit ran 34 s;
+        106 s with one conv more)."""
         left, size = self.deadline - time.perf_counter(), self._size()
         predicted = {k: self._predicted([f"search_{k}"], size) for k in rules}
         late = [k for k in rules if (predicted[k] > left
