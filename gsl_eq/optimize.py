@@ -61,9 +61,9 @@ EXTRACTION_SECONDS_PER_ENODE = 40e-6
 #: extractor first extracts the e-graph as the last iteration that left at most EARLY_ENODES left
 #: it (:func:`~gsl_eq.extract.choose.as_of`), in at most EARLY_SHARE of its time, and starts from
 #: that choice where it is cheaper than the greedy DAG's (TASO's multi-pattern rules grow an
-#: Inception-v3 from 2,000 to 50,000 e-nodes of forms none of which pays; there the ILP found
-#: nothing better than the greedy DAG choice, the input, in 8 s). Smaller e-graphs, TENSAT's at
-#: its settings among them, are solved whole at once.
+#: Inception-v3 from 2,000 to 50,000 e-nodes of forms none of which pays, and in some runs the
+#: ILP found nothing better than the greedy DAG choice, the input, in 8 s; BENCHMARKS.md's
+#: short-limits section). Smaller e-graphs, TENSAT's at its settings among them, are solved whole.
 EARLY_ENODES = 5_000
 EARLY_GROWTH = 4
 EARLY_SHARE = 0.25
