@@ -273,12 +273,10 @@ class Workload:
         the result's :attr:`unfolded` says which and why; a :class:`FoldWarning` is
         issued too.
         """
-        graph = self._graph
         frontier = self._fold_frontier()
         if not frontier:
             return self
-        used_params = [v for v in graph.inputs if v.name in self._params]
-        values, unfolded = _Folder(self, used_params).fold(frontier)
+        values, unfolded = _Folder(self, self._param_inputs()).fold(frontier)
         new_vars = self._param_vars(values)
         new_params = {**self._params, **{new_vars[node].name: value for node, value in values.items()}}
         result = Workload.from_graph(self._with_params(new_vars), new_params)
@@ -298,8 +296,11 @@ class Workload:
         """The calls :meth:`fold_params` would compute (children first; none when nothing folds):
         what folding costs grows with them and their outputs' sizes."""
         frontier = self._fold_frontier()
-        used_params = [v for v in self._graph.inputs if v.name in self._params]
-        return [n for n in Graph(used_params, frontier).rpo() if n.kind is Kind.CALL] if frontier else []
+        return _calls(self._param_inputs(), frontier) if frontier else []
+
+    def _param_inputs(self) -> list[Node]:
+        """The graph's inputs that are parameters."""
+        return [v for v in self._graph.inputs if v.name in self._params]
 
     def _fold_frontier(self) -> list[Node]:
         """The parameter-only nodes that folding turns into parameters."""
@@ -428,7 +429,7 @@ class _Folder:
         self.unfolded: list[Unfolded] = []
 
     def fold(self, frontier: list[Node]) -> tuple[dict[Node, np.ndarray], list[Unfolded]]:
-        calls = [n for n in Graph(self.params, frontier).rpo() if n.kind is Kind.CALL]
+        calls = _calls(self.params, frontier)
         why = why_unbuildable(signature(n) for n in calls)
         failing = {n for n in calls if signature(n) in why}
         self.unfolded += [Unfolded(n.op, str(n.type), why[signature(n)]) for n in calls if n in failing]
@@ -576,6 +577,11 @@ def _emit_dag(bb: relax.BlockBuilder, order: list[Any]) -> Any:
 
 def _becomes_param(node: Node) -> bool:
     return node.kind in (Kind.CALL, Kind.GETITEM) and isinstance(node.type, TensorType)
+
+
+def _calls(params: list[Node], frontier: list[Node]) -> list[Node]:
+    """The calls that compute ``frontier`` from ``params``, children first."""
+    return [n for n in Graph(params, frontier).rpo() if n.kind is Kind.CALL]
 
 
 def _needed(graph: Graph, folded: set[Node]) -> list[Node]:
