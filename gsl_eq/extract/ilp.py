@@ -69,7 +69,7 @@ from .fusion import fusion_rows, fusion_terms, taken
 from .implied import Contained, contained, implied_rows, tracks_all
 from .kept import kept_nodes
 from .parts import part_nodes, with_parts
-from .regions import solve_regions, split
+from .regions import Region, repeated, solve_regions, split
 
 __all__ = ["ilp_candidates", "ilp_extract"]
 
@@ -497,8 +497,7 @@ def _solve(
         handover = solver == "auto"
         if solver == "auto":
             solver = "cp-sat" if _cyclic(graph, nodes) else "highs"
-        pieces = split(graph, nodes, root_positions, max(1, REGION_NODES // 4)) if (
-            regions and k == 1 and len(nodes) >= REGION_NODES) else []
+        pieces = _regions(egraph, graph, nodes, root_positions) if regions and k == 1 else []
     if len(pieces) > 1:
 
         def search(sub: ExtractGraph, heads: Sequence[Hashable], until: float) -> Outcome:
@@ -598,11 +597,25 @@ def _search(
 
 
 #: A program of fewer kept e-nodes is solved whole; a larger one region by region (:mod:`.regions`), in
-#: regions of at least a quarter of that. HiGHS solves NasRNN's 2,177 e-nodes in 0.45 s whole, 0.37 s as
-#: three regions from 2,000 (its like cells solved once), but the zoo's NasNet-A (2,912 e-nodes under
-#: default() + algebraic()) in 0.72 s whole and 1.08 s as two regions: a program of its own costs more
-#: than it saves below some thousands.
+#: regions of at least a quarter of that. The zoo's NasNet-A (2,912 e-nodes under default() + algebraic())
+#: is solved in 0.72 s whole and 1.08 s as two regions: a program of its own costs more than it saves
+#: below some thousands, unless it is the program of several like regions (:data:`LIKE_REGION_NODES`).
 REGION_NODES = 4000
+#: A program of this many kept e-nodes or more, fewer than :data:`REGION_NODES`, is solved region by
+#: region (of at least a quarter of this) where two regions may pose one problem, solved once: TENSAT's
+#: NasRNN under tensat() and the gpu model (2,157 kept e-nodes; its cells) 0.75-0.93 s -> 0.35-0.39 s.
+LIKE_REGION_NODES = 1000
+
+
+def _regions(egraph: ExtractGraph, graph: Indexed, nodes: list[int], roots: list[int]) -> list[Region]:
+    """The regions to solve the kept e-nodes ``nodes`` by (:data:`REGION_NODES`, :data:`LIKE_REGION_NODES`);
+    none where the program is to be solved whole."""
+    if len(nodes) >= REGION_NODES:
+        return split(graph, nodes, roots, max(1, REGION_NODES // 4))
+    if len(nodes) >= LIKE_REGION_NODES:
+        pieces = split(graph, nodes, roots, max(1, LIKE_REGION_NODES // 4))
+        return pieces if repeated(egraph, graph, nodes, pieces) else []
+    return []
 
 
 def _cycles(graph: Indexed, roots: list[int], choice: dict[int, int]) -> list[list[int]]:

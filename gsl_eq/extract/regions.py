@@ -39,7 +39,7 @@ import networkx as nx
 from ..bounded import run_parallel
 from .extractors import PART_OP, ENodeCost, ExtractGraph, ExtractionError, Indexed, dag_cost, tree_extract
 
-__all__ = ["Region", "always_read", "problem", "solve_regions", "split"]
+__all__ = ["Region", "always_read", "problem", "repeated", "solve_regions", "split"]
 
 _TOP = -1  # the virtual top class the roots hang from
 MIN_REGION_SECONDS = 1.0
@@ -150,19 +150,13 @@ def solve_regions(
     each leaf costing its region's answer, each region within its share of the time left, and a
     region's lower bound is its own less what the regions it reads may have overpaid. No region
     gets less than :data:`MIN_REGION_SECONDS` but where the deadline is nearer."""
-    kept = defaultdict(list)
-    for node in nodes:
-        kept[graph.node_class[node]].append(node)
+    kept = _by_class(graph, nodes)
     size = [sum(len(kept[cls]) for cls in part.classes) for part in parts]
     heads = [roots if part.head is None else [graph.classes[part.head]] for part in parts]
     solved: dict[tuple, Answer] = {}  # per problem, its answer in the key's numbers
 
-    def region(index: int, leaf_cost: Mapping[int, float]) -> dict[Hashable, list[ENodeCost]]:
-        part = parts[index]
-        sub = {graph.classes[cls]: [egraph[graph.classes[cls]][graph.node_index[node]] for node in kept[cls]]
-               for cls in part.classes}
-        sub.update((graph.classes[head], [ENodeCost(leaf_cost[head])]) for head in part.below)
-        return sub
+    def region(index: int, leaf_cost: Mapping[int, float]) -> ExtractGraph:
+        return _region_graph(egraph, graph, kept, parts[index], leaf_cost)
 
     def keyed(sub: ExtractGraph, index: int, own: list, until: float) -> Answer:
         """Region ``index``'s answer (its e-graph ``sub``, numbered by its key as ``own``), each class
@@ -231,6 +225,32 @@ def solve_regions(
     ran = ", ".join(dict.fromkeys(name for answer in answers for name in answer[5].split(", ")))
     cuts = sum(found[3] for found in solved.values())
     return chosen, status, lower, cuts, ran, len(solved)
+
+
+def repeated(egraph: ExtractGraph, graph: Indexed, nodes: list[int], parts: Sequence[Region]) -> bool:
+    """Whether two of the regions ``parts`` of the kept e-nodes ``nodes`` may pose one problem (their
+    :func:`_census` is one): then :func:`solve_regions` may solve one program for both."""
+    kept = _by_class(graph, nodes)
+    free = dict.fromkeys((head for part in parts for head in part.below), 0.0)
+    census = [_census(_region_graph(egraph, graph, kept, part, free)) for part in parts]
+    return len(set(census)) < len(census)
+
+
+def _by_class(graph: Indexed, nodes: list[int]) -> dict[int, list[int]]:
+    kept: dict[int, list[int]] = defaultdict(list)
+    for node in nodes:
+        kept[graph.node_class[node]].append(node)
+    return kept
+
+
+def _region_graph(egraph: ExtractGraph, graph: Indexed, kept: Mapping[int, list[int]], part: Region,
+                  leaf_cost: Mapping[int, float]) -> ExtractGraph:
+    """The e-graph of region ``part``: its classes' kept e-nodes, and each head it reads a leaf of
+    cost ``leaf_cost[head]``."""
+    sub = {graph.classes[cls]: [egraph[graph.classes[cls]][graph.node_index[node]] for node in kept[cls]]
+           for cls in part.classes}
+    sub.update((graph.classes[head], [ENodeCost(leaf_cost[head])]) for head in part.below)
+    return sub
 
 
 def problem(sub: ExtractGraph, heads: Sequence[Hashable], canonical: bool = True,

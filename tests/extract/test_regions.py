@@ -13,7 +13,7 @@ from gsl_eq.extract import ENodeCost as N, Extraction, dag_cost, ilp_extract
 from gsl_eq.extract import ilp
 from gsl_eq.extract.extractors import Indexed, greedy_dag_extract
 from gsl_eq.extract.kept import kept_nodes
-from gsl_eq.extract.regions import MIN_REGION_SECONDS, _census, problem, solve_regions, split
+from gsl_eq.extract.regions import MIN_REGION_SECONDS, _census, problem, repeated, solve_regions, split
 
 from .test_extractors import brute_force, check
 
@@ -227,20 +227,44 @@ def test_no_region_is_given_less_than_a_solver_needs(bypass):
 
 
 def test_tensats_nasrnn_by_regions_builds_the_whole_programs_graph(monkeypatch):
-    """Through optimize, on TENSAT's NasRNN under its rules and settings (cells cut apart once
-    programs of 800 e-nodes are split): the same cost as the whole program, outputs equal. The cells
-    after the first pose one problem, solved once: two programs."""
+    """Through optimize, on TENSAT's NasRNN under its rules and settings: its program (some 2,000
+    kept e-nodes) is cut into its cells by default, as like regions (LIKE_REGION_NODES), and gives
+    the whole program's cost, outputs equal. The cells after the first pose one problem, solved
+    once: two programs."""
     from gsl_eq import models, optimize, rules
     from tests.conftest import assert_same_outputs
 
     wl = models.tensat_model("nasrnn")
     settings = dict(node_limit=50_000, iter_limit=15, multi_iterations=1, cycles="filter", cost="gpu")
-    monkeypatch.setattr(ilp, "REGION_NODES", 10**9)
-    whole = optimize(wl, rules.tensat(), **settings)
-    monkeypatch.setattr(ilp, "REGION_NODES", 800)
     by_regions = optimize(wl, rules.tensat(), **settings)
+    monkeypatch.setattr(ilp, "REGION_NODES", 10**9)
+    monkeypatch.setattr(ilp, "LIKE_REGION_NODES", 10**9)
+    whole = optimize(wl, rules.tensat(), **settings)
     assert whole.report.regions == 1 and by_regions.report.regions == 2
     assert by_regions.report.extraction_status == whole.report.extraction_status == "optimal"
     assert by_regions.report.cost_after == pytest.approx(whole.report.cost_after, rel=1e-9)
     assert by_regions.report.cost_after < 0.7 * by_regions.report.cost_before
     assert_same_outputs(wl, by_regions.workload, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_middling_program_is_cut_only_into_like_regions(monkeypatch, seed):
+    """Between LIKE_REGION_NODES and REGION_NODES kept e-nodes, a program is cut only where two
+    regions may pose one problem (a program of its own costs more than it saves otherwise): six
+    blocks alike are cut, six unlike ones are not; past REGION_NODES both are."""
+    monkeypatch.setattr(ilp, "LIKE_REGION_NODES", 1)
+    monkeypatch.setattr(ilp, "REGION_NODES", 10**9)
+
+    def cut(egraph, roots):
+        graph = Indexed(egraph)
+        positions = graph.root_positions(roots)
+        nodes = kept_nodes(graph, positions)
+        parts = ilp._regions(egraph, graph, nodes, positions)
+        return parts, repeated(egraph, graph, nodes, split(graph, nodes, positions, 1))
+
+    alike, unlike = block_chain(6, seed, alike=True), block_chain(6, seed)
+    assert [len(parts) for parts, _ in (cut(*alike), cut(*unlike))] == [len(regions_of(*alike)), 0] == [8, 0]
+    assert [like for _, like in (cut(*alike), cut(*unlike))] == [True, False]
+    monkeypatch.setattr(ilp, "REGION_NODES", 1)
+    assert len(cut(*unlike)[0]) == len(regions_of(*unlike)) == 8
+    assert ilp_extract(*alike).regions == 3 and ilp_extract(*unlike).regions == 8
