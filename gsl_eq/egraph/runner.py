@@ -17,7 +17,8 @@ most as many e-nodes as its target creates, so a rule's budget is also capped by
 the node headroom divided by that number, and the e-graph never exceeds the limit
 (stop reason: node limit). ``time_limit`` (or the ``deadline`` given to
 :meth:`Runner.run`) bounds the run: the clock is checked between egglog calls
-(:mod:`.calls`), an iteration predicted to overrun is not started, and with
+(:mod:`.calls`), an iteration predicted to overrun is not started, the iterations
+leave the time stopping will take (:data:`STOP_SECONDS_PER_ENODE`), and with
 ``extraction_reserve`` (seconds the caller needs per e-node once the run stops)
 growth also stops where the time left would no longer cover extracting the e-graph.
 """
@@ -43,6 +44,11 @@ from .seeding import seed
 from .worklists import Worklists
 
 __all__ = ["Iteration", "Report", "Runner", "StopReason"]
+
+#: What stopping a run (clearing the worklists, bringing ``Foldable`` up to date) is predicted to take
+#: per e-node: 0.09 s for 34,000 e-nodes of an explosive chain of products here. The run's iterations
+#: end that much before its deadline, so that the stop also ends by it.
+STOP_SECONDS_PER_ENODE = 3e-6
 
 
 class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
@@ -133,11 +139,12 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
 
     def run(self, deadline: float | None = None) -> Report:
         """Saturate until a limit; ``deadline`` (a ``time.perf_counter()`` value) overrides ``time_limit``."""
-        self.deadline = time.perf_counter() + self.time_limit if deadline is None else deadline
+        end = time.perf_counter() + self.time_limit if deadline is None else deadline
         size = self.egraph.size()
         if not self.report.iterations:
             self.egraph.stamp(0)
         while True:
+            self.deadline = end - STOP_SECONDS_PER_ENODE * size  # what the iterations may use
             n = len(self.report.iterations)
             if n >= self.iter_limit:
                 return self._stop(StopReason.ITERATION_LIMIT)
