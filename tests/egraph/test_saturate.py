@@ -81,6 +81,19 @@ def test_time_limit_stops_the_run_within_ten_percent(n, limit):
     assert time.perf_counter() - start <= 1.1 * limit
 
 
+def test_the_iterations_leave_the_time_stopping_takes(monkeypatch):
+    """The iterations end STOP_SECONDS_PER_ENODE per e-node before the deadline: where that reserve
+    is the whole limit, a 60 s run of an explosive chain stops in its first iteration."""
+    from gsl_eq.egraph import runner as runner_module
+
+    monkeypatch.setattr(runner_module, "STOP_SECONDS_PER_ENODE", 60.0)
+    start = time.perf_counter()
+    report = Runner(chain(12), [assoc_rule(), comm_rule()], time_limit=60.0, node_limit=10**9,
+                    iter_limit=10**6).run()
+    assert report.stop_reason is StopReason.TIME_LIMIT and len(report.iterations) <= 1
+    assert time.perf_counter() - start < 5.0
+
+
 def test_backoff_bans_a_rule_that_matches_too_often_and_still_saturates():
     plain = Runner(chain(7), [assoc_rule(), comm_rule()], node_limit=10**9, iter_limit=100).run()
     runner = Runner(chain(7), [assoc_rule(), comm_rule()], node_limit=10**9, iter_limit=100, match_limit=20, ban_length=2)
