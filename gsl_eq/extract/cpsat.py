@@ -24,10 +24,8 @@ import math
 import time
 from collections.abc import Sequence
 
-import numpy as np
-
-from ..egraph.cycles import strong_components
 from ..graph.walk import postorder
+from .cyclic import cyclic_parts
 from .extractors import Indexed
 from .fusion import fusion_rows, fusion_terms, taken
 from .implied import implied_rows
@@ -38,18 +36,6 @@ from .parts import part_nodes, with_parts
 WORKERS = 6
 #: What the warm start costs once scaled: rounding each e-node's cost down loses at most 1 / SCALE of it.
 SCALE = 1e9
-
-
-def cyclic_parts(graph: Indexed, nodes: list[int]) -> dict[int, tuple[int, int]]:
-    """Per class position of the kept e-nodes ``nodes``: (its strongly connected part of the
-    class graph those e-nodes make, that part's size). A part of size 1 is on no cycle: the
-    kept e-nodes never have their own class as a child."""
-    row = {cls: k for k, cls in enumerate(dict.fromkeys(graph.node_class[node] for node in nodes))}
-    pairs = np.asarray([(row[graph.node_class[node]], row[child]) for node in nodes
-                        for child in graph.node_children[node]], dtype=np.int64).reshape(-1, 2)
-    labels = strong_components(pairs[:, 0], pairs[:, 1], len(row))
-    size = np.bincount(labels)
-    return {cls: (int(labels[k]), int(size[labels[k]])) for cls, k in row.items()}
 
 
 class CpSatProgram:
@@ -92,7 +78,7 @@ class CpSatProgram:
             model.AddImplication(self.used[cls], self.used[inner])
         for containing, inner in partial:
             model.Add(sum(self.chosen[node] for node in containing) <= self.used[inner])
-        self.parts = part_nodes(graph, nodes) if parts and not order else []
+        self.parts = part_nodes(graph, nodes, part) if parts else []
         for node in self.parts:
             model.Add(self.chosen[node] == self.used[graph.parts[node]])
         self.scale = SCALE / bound if bound > 0 else 1.0

@@ -60,7 +60,8 @@ import numpy as np
 from scipy import sparse
 
 from ..bounded import run_bounded
-from .cpsat import CpSatProgram, cyclic_parts
+from .cpsat import CpSatProgram
+from .cyclic import is_cyclic
 from .extractors import (
     Extraction, ExtractGraph, Indexed, _extraction, _walk, dag_cost, greedy_dag_extract,
     is_acyclic, without_gc,
@@ -377,7 +378,7 @@ class _Program:
 
     def _take_parts(self) -> list[int]:
         """The parts rows (:mod:`.parts`): ``chosen[part] = used[tuple]``; returns those part e-nodes."""
-        parts = [] if _cyclic(self.graph, self.nodes) else part_nodes(self.graph, self.nodes)
+        parts = part_nodes(self.graph, self.nodes)
         if parts:
             cols = np.asarray([[self.column[node], self.used + self.row_of_class[self.graph.parts[node]]]
                                for node in parts], dtype=np.int32).ravel()
@@ -470,11 +471,6 @@ class _Program:
                                                highspy.HighsModelStatus.kUnboundedOrInfeasible)
 
 
-def _cyclic(graph: Indexed, nodes: list[int]) -> bool:
-    """Whether the kept e-nodes put some e-classes on a cycle."""
-    return any(size > 1 for _, size in cyclic_parts(graph, nodes).values())
-
-
 def _solve(
     egraph: ExtractGraph, roots: Sequence[Hashable], fallback: dict[Hashable, int], deadline: float, k: int = 1,
     solver: str = "auto", regions: bool = True, parts: bool = True,
@@ -496,7 +492,7 @@ def _solve(
         nodes = kept_nodes(graph, root_positions, cheapest_only=k == 1)
         handover = solver == "auto"
         if solver == "auto":
-            solver = "cp-sat" if _cyclic(graph, nodes) else "highs"
+            solver = "cp-sat" if is_cyclic(graph, nodes) else "highs"
         pieces = _regions(egraph, graph, nodes, root_positions) if regions and k == 1 else []
     if len(pieces) > 1:
 

@@ -19,20 +19,23 @@ second merge). Such a graph can only be cheaper through the cost model's occupan
 - occupancy: a second merge holding a part that one used split computes already can cost what
   its other parts alone cost, when the device is not filled. The rows leave that graph out.
 
-Only programs whose kept e-nodes put no e-classes on a cycle get the rows (a part's class may
-otherwise be needed below its tuple), and neither two parts of one tuple in one class nor a
-tuple class a fusion reaches into.
+No row goes to a part whose class is on one cycle with its tuple's (:mod:`.cyclic`: its class
+may be needed below the tuple), nor to two parts of one tuple in one class, nor to a tuple class
+a fusion reaches into. (Off a cycle the row never asks for a cycle: the part's class reads the
+tuple's, so the tuple's cannot read it.)
 """
 
 from __future__ import annotations
 
+from .cyclic import cyclic_parts
 from .extractors import Indexed
 from .fusion import max_saving
 
 
-def part_nodes(graph: Indexed, nodes: list[int]) -> list[int]:
-    """The kept part e-nodes (of ``nodes``, whose classes are on no cycle) that get a parts row:
-    ``chosen[part] = used[graph.parts[part]]``."""
+def part_nodes(graph: Indexed, nodes: list[int], cycles: dict[int, tuple[int, int]] | None = None) -> list[int]:
+    """The kept part e-nodes (of ``nodes``) that get a parts row: ``chosen[part] = used[graph.parts[part]]``.
+    ``cycles``: the kept e-nodes' :func:`~.cyclic.cyclic_parts`, if known."""
+    cycles = cyclic_parts(graph, nodes) if cycles is None else cycles
     kept = set(nodes)
     members: dict[int, list[int]] = {}
     for node in nodes:
@@ -46,7 +49,8 @@ def part_nodes(graph: Indexed, nodes: list[int]) -> list[int]:
     by_tuple: dict[tuple[int, int], list[int]] = {}
     for node in nodes:
         tuple_class = graph.parts.get(node)
-        if tuple_class is not None and graph.node_cost[node] == 0:
+        if tuple_class is not None and graph.node_cost[node] == 0 and not _on_one_cycle(cycles, graph.node_class[node],
+                                                                                         tuple_class):
             by_tuple.setdefault((graph.node_class[node], tuple_class), []).append(node)
     hosts_no_cheaper: dict[int, bool] = {}  # per class: no kernel of it may be cheaper than a part
 
@@ -64,6 +68,11 @@ def part_nodes(graph: Indexed, nodes: list[int]) -> list[int]:
         if part_is_cheapest(cls):
             parts.append(same[0])
     return parts
+
+
+def _on_one_cycle(cycles: dict[int, tuple[int, int]], cls: int, other: int) -> bool:
+    """Whether classes ``cls`` and ``other`` are on one cycle (the same strongly connected part)."""
+    return cycles[cls][1] > 1 and cycles[cls][0] == cycles[other][0]
 
 
 def with_parts(graph: Indexed, parts: list[int], choice: dict[int, int]) -> dict[int, int]:

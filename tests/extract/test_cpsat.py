@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gsl_eq.extract import ENodeCost as N
 from gsl_eq.extract import greedy_dag_extract, ilp_extract, is_acyclic, load_egraph
-from gsl_eq.extract.cpsat import cyclic_parts
+from gsl_eq.extract.cyclic import cyclic_parts
 from gsl_eq.extract.extractors import Indexed
 
 TENSAT = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "extraction_gym"

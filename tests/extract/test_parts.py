@@ -60,3 +60,23 @@ def test_two_equal_parts_of_one_split_get_no_row():
     graph = Indexed(egraph)
     assert part_nodes(graph, list(range(len(graph.node_class)))) == []
     assert ilp_extract(egraph, ["C"]).cost == 3.0
+
+
+@pytest.mark.parametrize("solver", ["highs", "cp-sat"])
+def test_a_cyclic_program_gets_rows_for_the_parts_off_their_tuples_cycle(solver):
+    # M is also the concat of its parts C and D: C, D, S and M are on one cycle, and their parts get
+    # no row (C's value may be needed below S). S2's merge is on no cycle: C's and E's parts of it get one.
+    egraph = {**LEAVES, "M": [*merged(4.0, "w1", "w2"), N(0.5, ("C", "D"), "concat")], "S": [N(0.0, ("M",), "split")],
+              "M2": merged(2.5, "w1", "w3"), "S2": [N(0.0, ("M2",), "split")],
+              "C": [N(3.0, ("x", "w1"), "conv"), N(0.0, ("S",), "getitem"), N(0.0, ("S2",), "getitem")],
+              "D": [N(3.0, ("x", "w2"), "conv"), N(0.0, ("S",), "getitem")],
+              "E": [N(3.0, ("x", "w3"), "conv"), N(0.0, ("S2",), "getitem")],
+              "out": [N(1.0, ("C", "D", "E"), "concat")]}
+    graph = Indexed(egraph)
+    rows = {(graph.classes[graph.node_class[n]], graph.classes[graph.parts[n]]) for n in
+            part_nodes(graph, list(range(len(graph.node_class))))}
+    assert rows == {("C", "S2"), ("E", "S2")}
+    exact = ilp_extract(egraph, ["out"], solver=solver)
+    assert exact.status == "optimal" and exact.cost == 6.5  # M2 for C and E, D's own conv
+    assert exact.choice["C"] == 2 and exact.choice["E"] == 1 and exact.choice["D"] == 0
+    assert ilp_extract(egraph, ["out"], solver=solver, parts=False).cost == 6.5
