@@ -169,6 +169,11 @@ class Workload:
         """Names of the runtime inputs, in signature order."""
         return [v.name for v in self._graph.inputs if v.name not in self._params]
 
+    @property
+    def built(self) -> bool:
+        """Whether the workload holds a build (by :meth:`build`, or by its first call)."""
+        return self._vm is not None
+
     def build(self, target: str | dict = "llvm", schedules: "ScheduleDatabase | None" = None,
               once: bool = False) -> "Workload":
         """Compile the module with TVM for ``target`` (CPU; a name or a JSON dict as TVM takes them,

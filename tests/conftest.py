@@ -12,10 +12,11 @@ from gsl_eq.verify import Reference
 def run_both(a: Workload, b: Workload):
     """``a``'s outputs and ``b``'s on the same random inputs. ``a``'s come from
     :class:`gsl_eq.verify.Reference`: ``a`` built apart to run once, remembered by content, so the
-    original a test passed to optimize() is not built again (optimize's check built it)."""
+    original a test passed to optimize() is not built again (optimize's check built it). ``b`` runs
+    with its build (an optimize() result's, which its check ran), or one made to run once here."""
     reference = Reference.of(a)
     assert reference.label == "input", reference.reason or f"{reference.label}: the original does not build"
-    got = b(**reference.inputs)
+    got = (b if b.built else Workload(b.mod, b.params).build(once=True))(**reference.inputs)
     return reference.outputs, (got,) if isinstance(got, np.ndarray) else tuple(got)
 
 
