@@ -181,6 +181,52 @@ def test_only_regions_that_may_be_alike_are_refined():
     assert problem(first, ["h1"], canonical=False)[0] != problem(second, ["h2"], canonical=False)[0]
 
 
+@pytest.mark.parametrize("cyclic, fusing", [(True, False), (False, True), (True, True)])
+def test_like_blocks_with_cycles_or_fusion_find_one_key(cyclic, fusing):
+    """Acyclic regions are coloured in two passes (below, then above), a cyclic one by refinement:
+    like blocks listing their e-nodes in orders of their own find one key either way, and a cost
+    other by 1e-9 is another problem."""
+    egraph, _ = block_chain(3, 0, alike=True, cyclic=cyclic, fusing=fusing)
+
+    def block(b, leaf):
+        return {**{cls: nodes for cls, nodes in egraph.items() if cls[1:].split("_")[0] == str(b)}, leaf: [N(0.0)]}
+
+    first, second = block(1, "h0"), block(2, "h1")
+    assert problem(first, ["h1"])[0] == problem(second, ["h2"])[0]
+    second["m2"] = [replace(second["m2"][0], cost=second["m2"][0].cost + 1e-9)]
+    assert problem(first, ["h1"])[0] != problem(second, ["h2"])[0]
+
+
+def _random_region(seed: int, cyclic: bool):
+    """A region of 5-25 classes with costs from three values (so that colours tie), children below a
+    class, or anywhere if ``cyclic``."""
+    rng = random.Random(seed)
+    classes = [f"c{i}" for i in range(rng.randint(5, 25))]
+    egraph = {}
+    for i, cls in enumerate(classes):
+        below = [c for c in classes if c != cls] if cyclic else classes[i + 1:]
+        egraph[cls] = [N(float(rng.choice([1, 2, 3])), tuple(rng.sample(below, rng.randint(0, min(2, len(below))))), "op")
+                       for _ in range(rng.randint(1, 3))]
+    return egraph, [classes[0]]
+
+
+@pytest.mark.parametrize("cyclic", [False, True])
+def test_a_region_renamed_and_reordered_is_one_problem(cyclic):
+    """A region with its classes renamed and listed in another order, each class's e-nodes shuffled,
+    finds the key of the original (50 random regions each way)."""
+    for seed in range(50):
+        egraph, roots = _random_region(seed, cyclic)
+        rng = random.Random(seed + 1000)
+        names = list(egraph)
+        renamed = dict(zip(names, rng.sample([f"r{k}" for k in range(len(names))], len(names))))
+        copy = {}
+        for cls in sorted(egraph, key=renamed.get):
+            nodes = [N(n.cost, tuple(renamed[c] for c in n.children), n.op) for n in egraph[cls]]
+            rng.shuffle(nodes)
+            copy[renamed[cls]] = nodes
+        assert problem(copy, [renamed[roots[0]]])[0] == problem(egraph, roots)[0], seed
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_by_regions_against_brute_force(monkeypatch, seed):
     egraph, roots = block_chain(2, seed, cyclic=True)
