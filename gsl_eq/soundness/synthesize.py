@@ -13,6 +13,8 @@ users (so a guard can read what it needs, as when matching):
   a budget of calls per draw;
 * a leaf (wildcard, variable, constant) takes the shape, rank and dtype its
   constraints give and draws the rest close to the values it is combined with;
+* a convolution's or a pool's data, when a leaf, takes the one rank TVM types it at
+  (:data:`.domains.FIXED_RANKS`), but now and then any;
 * a matmul's left operand or a transpose's input, when a leaf (or the first leaf reached from it
   through first inputs), takes its rank by turns (:data:`.domains.LEFT_RANKS`: a matrix, stacks of
   matrices, a vector): each draw the rank with the fewest instances so far, a rank left out once it
@@ -227,6 +229,8 @@ class Synthesizer:
                     proposal = None
                 else:
                     proposal = domains.input_type(op, k, types, self.rng)
+                if proposal is None and k == 0 and op is not None:
+                    proposal = domains.fixed_rank_type(op, hints, self.rng)
                 near = types[-1:] if types and self.rng.random() < 0.5 else types
                 if turn is None:
                     made.append(self.make(q, scope, near or hints, proposal))
