@@ -269,11 +269,6 @@ def problem(sub: ExtractGraph, heads: Sequence[Hashable], canonical: bool = True
     colouring only makes like regions find one key, and ``canonical=False`` leaves it out (for a
     region no other can be like: :func:`_census`)."""
     colour = _colours(sub) if canonical else dict.fromkeys(sub, 0)
-
-    def node_colour(node: ENodeCost) -> int:
-        return hash((_own(node), tuple(colour[child] for child in node.children),
-                     tuple((colour[child], saving) for child, saving in node.fusible)))
-
     number: dict[Hashable, int] = {}
     order: list[tuple[Hashable, list[int]]] = []
 
@@ -281,7 +276,7 @@ def problem(sub: ExtractGraph, heads: Sequence[Hashable], canonical: bool = True
         if cls not in number:
             number[cls] = len(order)
             nodes = sub[cls]
-            order.append((cls, sorted(range(len(nodes)), key=lambda index: node_colour(nodes[index]))))
+            order.append((cls, sorted(range(len(nodes)), key=lambda index: _node_colour(nodes[index], colour))))
         return number[cls]
 
     for head in heads:
@@ -300,6 +295,12 @@ def _own(node: ENodeCost) -> tuple:
     return node.cost, node.op == PART_OP, node.opens, node.prologue
 
 
+def _node_colour(node: ENodeCost, colour: Mapping[Hashable, int]) -> int:
+    """An e-node's colour: its own data and its children's ``colour``."""
+    return hash((_own(node), tuple(colour[child] for child in node.children),
+                 tuple((colour[child], saving) for child, saving in node.fusible)))
+
+
 def _colours(sub: ExtractGraph) -> dict[Hashable, int]:
     """Per class of ``sub``, a colour that like regions give their like classes: what is below the
     class (its e-nodes' own data and their children's colours, children first), then what reads it
@@ -316,9 +317,7 @@ def _colours(sub: ExtractGraph) -> dict[Hashable, int]:
                 readers[child].append((cls, _own(node), place))
 
     def below(cls: Hashable, colour: Mapping[Hashable, int]) -> tuple:
-        return tuple(sorted(hash((_own(node), tuple(colour[child] for child in node.children),
-                                  tuple((colour[child], saving) for child, saving in node.fusible)))
-                            for node in sub[cls]))
+        return tuple(sorted(_node_colour(node, colour) for node in sub[cls]))
 
     def above(cls: Hashable, colour: Mapping[Hashable, int]) -> tuple:
         return tuple(sorted(hash((colour[reader], data, place)) for reader, data, place in readers[cls]))
@@ -345,8 +344,8 @@ def _census(sub: ExtractGraph) -> tuple:
     """What two regions posing one problem have in common, whatever their order: their e-nodes'
     own data and numbers of children, as a multiset: far quicker than :func:`problem`'s colours
     (under tensat() + default(), the root region of TENSAT's NasRNN: 0.6 ms)."""
-    return tuple(sorted((node.cost, node.op == PART_OP, node.opens, node.prologue, len(node.children),
-                         len(node.fusible)) for nodes in sub.values() for node in nodes))
+    return tuple(sorted((*_own(node), len(node.children), len(node.fusible))
+                        for nodes in sub.values() for node in nodes))
 
 
 def _until(deadline: float, share: float) -> float:
