@@ -141,17 +141,19 @@ class Rulesets:
     #: of a decided key at once, with no worklist.
     key: str
     direct: str
+    #: *prune* deletes the worklist rows whose target is already built (:meth:`Query.variant_program`).
+    prune: str
     reject: str = "reject"
     clear: str = "clear"
 
     @classmethod
     def of_rule(cls, k: int) -> "Rulesets":
-        kinds = ("search", "bucket", "apply", "window", "find", "pend", "pair", "key", "direct")
+        kinds = ("search", "bucket", "apply", "window", "find", "pend", "pair", "key", "direct", "prune")
         return cls(*(f"{kind}_{k}" for kind in kinds))
 
     def declarations(self) -> str:
         own = (self.search, self.bucket, self.apply, self.window, self.find, self.pend, self.pair, self.key,
-               self.direct)
+               self.direct, self.prune)
         return "\n".join(f"(ruleset {r})" for r in own)
 
 
@@ -375,7 +377,7 @@ class Query:
         e-nodes, unions each source output with its target and deletes the row; they read rows,
         never the e-graph. *direct* does the same for every match of the source itself (a fast
         iteration: no worklist). *prune* deletes the rows whose target is already built and
-        unioned (matches a fast iteration applied, found again by the first search after it).
+        unioned (matches an earlier iteration applied, which a semi-naive search can find again).
         *provenance* rules (run once a term is chosen, :func:`.attribution.attribute`) find where
         the source matches under a key that chose this variant and the target's e-node ``j`` is a
         wanted one (or, for a union with a matched node, the source output's e-class is wanted)."""
@@ -418,7 +420,8 @@ class Query:
             lines["direct"].append(f"(rule ({source}) ({head}) :ruleset {rulesets.direct} :name \"direct {table}\")")
         built = [f"(= new{j} ({ctor} {args}))" for j, (ctor, args) in enumerate(terms)]
         done = " ".join([*built, *(f"(= p{s} {ref[t]})" for s, t in v.unions)])
-        lines["prune"].append(f"(rule ({row} {body} {done}) ((delete {row})) :ruleset prune :name \"prune {table}\")")
+        lines["prune"].append(f"(rule ({row} {body} {done}) ((delete {row})) :ruleset {rulesets.prune} "
+                              f":name \"prune {table}\")")
         for j, (ctor, args) in enumerate(terms):
             lines["provenance"].append(
                 f"(rule (({want_relation(ctor)} {args} w) {' '.join(built[:j])} {source}) "

@@ -101,7 +101,6 @@ PRELUDE = """
       ((Open b)) :ruleset open_span)
 (rule ((OpenSpan n c k)) ((delete (OpenSpan n c k))) :ruleset close)
 (ruleset reject)
-(ruleset prune)
 (ruleset clear)
 (rule ((= e (Const c))) ((set (num e) {const})) :ruleset number)
 (rule ((= e (GetItem i t)) (= n (num t))) ((set (num e) {getitem})) :ruleset number)

@@ -46,7 +46,7 @@ FAST_SHARE = 0.5
 class FastIterations:
     """The :class:`~.runner.Runner`'s fast iterations: read ``egraph``, ``rules``, ``queries``,
     ``scheduler``, ``report``, ``node_limit``, ``deadline`` and ``push_worth``; keep ``fast``,
-    ``_prune``, ``_controlled_next``, ``_pushed`` and the combined rulesets ``_direct_sets``."""
+    ``_controlled_next``, ``_pushed`` and the combined rulesets ``_direct_sets``."""
 
     def _fast_possible(self, n: int, searched: list[int]) -> bool:
         """Whether iteration ``n`` may be fast: no worklist holds matches, no rule pairs the
@@ -106,7 +106,7 @@ class FastIterations:
         self._pushed += size
         copy, applying = pushed - decided, time.perf_counter() - pushed
         if copy > self.push_worth * max(applying, 1e-3):  # egglog copies every table: small e-graphs of many rules
-            self._prune, self._controlled_next = True, True
+            self._controlled_next = True
         applied = {names[k]: m for k, m in found.items() if m}
         end = time.perf_counter()
         iteration = Iteration(enodes, {names[k]: m for k, m in found.items()}, new_keys, accepted, applied, banned,
@@ -119,7 +119,7 @@ class FastIterations:
 
     def _end_fast(self) -> None:
         """Make every later iteration controlled."""
-        self.fast, self._prune = False, True
+        self.fast = False
         self._define_all("apply")
 
     def _direct_set(self, rules: list[int]) -> str:

@@ -12,8 +12,8 @@ from ..limits import StopReason
 class Iteration:
     """What one iteration did and how long each part took (seconds).
 
-    Per rule name: ``matches``, new matches its search found (for a disconnected
-    source, the pairs formed); ``new_keys`` / ``accepted_keys``, distinct keys
+    Per rule name: ``matches``, new matches its search found (in a controlled iteration,
+    not those whose target is already there; for a disconnected source, the pairs formed); ``new_keys`` / ``accepted_keys``, distinct keys
     (combinations of its parts' keys) Python saw for the first time / accepted;
     ``rejected``, the others by reason (:meth:`~.compile.Query.decide`: source guard
     false, target cannot be typed, output type would change), their rows dropped;

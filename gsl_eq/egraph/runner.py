@@ -122,7 +122,6 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         self.backlog = [0] * len(self.rules)
         self.push_worth = push_worth
         self.fast = fast  # until a fast iteration is refused (then every one is controlled)
-        self._prune = False  # the next search finds again what fast iterations applied
         self._controlled_next = False  # the last fast iteration's copy cost more than it saved
         self._pushed = 0  # e-nodes in the copies pushed on egglog's stack
         self._direct_sets: dict[tuple[int, ...], str] = {}
@@ -207,7 +206,6 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
                 reason = StopReason.TIME_LIMIT
             if fast is not None:
                 return fast
-        refused, self._prune = self._prune, False
         try:
             if reason is not None:
                 raise OutOfTime
@@ -218,13 +216,19 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
                 self._last_matches.update((k, (found[k], self._size())) for k in searched)
             ticks.append(time.perf_counter())
             self._decide(searched, n, new_keys, accepted, rejected, "apply")
+            # A semi-naive search finds again matches an earlier iteration applied, as many as the history of
+            # its rows' timestamps makes it (every match a fast iteration applied, some a controlled one did):
+            # only new rows whose target is not there yet count, so that what is banned, and so the e-graph
+            # grown, does not depend on which kind the iterations were (a clock decides that). Rows of
+            # rejected keys count, as in egg, where a guard is checked once a match is found.
+            rows = sum(found.values()) + sum(self.backlog[k] for k in searched)
+            self._define_all("prune")
+            if any(found.values()):
+                self._run(search, [Rulesets.of_rule(k).prune for k in searched if found[k]], rows)
+            pending = self._backlog(eg.table_sizes())
+            found = {k: max(0, pending[k] - self.backlog[k]) for k in searched}
             # it reads every worklist row of the searched rules: 21 million once, in 24 s
-            self._run(search, ["reject"], sum(found.values()) + sum(self.backlog[k] for k in searched))
-            if refused:  # this first search found again every match the fast iterations applied
-                self._define_all("prune")
-                self._run(search, ["prune"])
-                rows = self._backlog(eg.table_sizes())
-                found = {k: rows[k] for k in searched}
+            self._run(search, ["reject"], rows)
             for k, pairs in self._pair_all(paired, search).items():
                 found[k] += pairs
             ticks.append(time.perf_counter())

@@ -122,3 +122,21 @@ def test_only_key_relations_that_grew_are_read():
     assert read[0] and not any(read[1:])
     assert runner.egraph.size() == Runner(graph, [rules.add_commutative(), rules.add_associative()],
                                           iter_limit=6, **FAR).run().iterations[-1].enodes
+
+
+def test_where_bans_bind_the_e_graph_grown_does_not_depend_on_which_iterations_were_fast():
+    """TENSAT's BERT under tensat()+default() with TENSAT's settings: rules pass their limits and are
+    banned. Whether an iteration is fast follows the clock; what is banned, and so the e-graph grown,
+    must not: a semi-naive search finds again matches an earlier iteration applied, as many as that
+    iteration's kind makes it, and only the others count."""
+    from gsl_eq import models
+
+    wl = models.tensat_model("bert").fold_params()
+    settings = dict(node_limit=50_000, iter_limit=15, time_limit=180, params=wl.params, multi_iterations=1)
+    runs = [Runner(wl.graph, rules.tensat() + rules.default(), **kind, **settings).run()
+            for kind in (dict(fast=False), dict(push_worth=math.inf), {})]  # the last: as the clock says
+    assert not any(it.fast for it in runs[0].iterations) and any(it.fast for it in runs[1].iterations)
+    grown = [[(it.enodes, it.new_bans, it.banned) for it in run.iterations] for run in runs]
+    assert grown[0] == grown[1] == grown[2]
+    assert any(it.new_bans for it in runs[0].iterations)  # the bans bind
+    assert len({run.stop_reason for run in runs}) == 1
