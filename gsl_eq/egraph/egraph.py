@@ -28,9 +28,10 @@ module only encodes graphs into it and reads it back:
   alone (through some e-node): extraction treats them as folded. The ``fold``
   ruleset maintains it;
 * ``(num e)`` is a pseudo-random integer in ``[0, HASH_MODULUS)`` per e-class:
-  a structural hash of its first e-node (loading sets it for loaded nodes, the
-  ``number`` ruleset computes it for new ones and keeps the first value on a
-  union). The hashes of a match's e-classes put the match in one of ``BUCKETS``
+  the lowest structural hash of its e-nodes (loading sets it for loaded nodes, the
+  ``number`` ruleset computes it for new ones; a union keeps the lower: "the first
+  e-node's" would depend on the order egglog's threads apply rules in, and so would
+  which matches a bucket holds). The hashes of a match's e-classes put the match in one of ``BUCKETS``
   buckets, so the runner can apply a chosen share of a rule's matches;
 * ``(order e)`` ranks e-classes by the last variable they read: a variable's rank is its
   place in the loaded graph (whose reverse post-order visits a concat's fields in order),
@@ -79,7 +80,7 @@ PRELUDE = """
 (ruleset fold)
 (rule ((= e (Const c))) ((Foldable e)) :ruleset fold)
 (rule ((= e (GetItem i t)) (Foldable t)) ((Foldable e)) :ruleset fold)
-(function num (Expr) i64 :merge old)
+(function num (Expr) i64 :merge (min old new))
 (function order (Expr) i64 :merge (min old new))
 (ruleset number)
 (rule ((= e (Const c))) ((set (order e) 0)) :ruleset number)

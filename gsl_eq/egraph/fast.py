@@ -79,10 +79,10 @@ class FastIterations:
               start: float) -> tuple[Iteration, StopReason | None] | None:
         """A fast iteration (see the module docstring), timed from ``start``; None, the e-graph as it was,
         if it was refused (the keys it decided stay decided)."""
-        eg, names, counts = self.egraph, [r.name for r in self.rules], Counts()
+        eg, names, keying, counts = self.egraph, [r.name for r in self.rules], Counts(), Counts()
         keyed_rules = [k for k in searched if not all(q.covered(eg) for q in self.queries[k] if not q.disconnected)]
         if keyed_rules:
-            self._run(counts, [f"key_{k}" for k in keyed_rules])
+            self._run(keying, [f"key_{k}" for k in keyed_rules])
         keyed = time.perf_counter()
         self._decide(searched, n, new_keys, accepted, rejected, "direct")
         self._define_all("direct")  # variants decided in controlled iterations have no direct rules yet
@@ -110,11 +110,13 @@ class FastIterations:
         applied = {names[k]: m for k, m in found.items() if m}
         end = time.perf_counter()
         iteration = Iteration(enodes, {names[k]: m for k, m in found.items()}, new_keys, accepted, applied, banned,
-                              keyed - start, decided - keyed, end - decided, counts.rebuild, end - start, {},
+                              keyed - start, decided - keyed, end - decided, keying.rebuild + counts.rebuild,
+                              end - start, {},
                               len(searched), [], rejected, fast=True)
         # no rule is banned while iterations are fast: a rule past its limit ends them
         if enodes >= self.node_limit:
             return iteration, StopReason.NODE_LIMIT
+        # as in a controlled iteration, only applying changes the e-graph (new keys do not)
         return iteration, None if counts.updated or len(searched) < self.scheduler.active(n) else self._nothing_left()
 
     def _end_fast(self) -> None:

@@ -251,11 +251,14 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
             ticks[1] - ticks[0], ticks[2] - ticks[1], ticks[3] - ticks[2], search.rebuild + apply.rebuild,
             time.perf_counter() - ticks[0], {names[k]: b for k, b in enumerate(self.backlog) if b}, len(searched),
             new_bans, rejected, late=[names[k] for k in late])
-        if reason is None and late and not (search.updated or apply.updated):
+        # only applying changes the e-graph: rows the search wrote and pruning or rejecting deleted again
+        # change nothing, and whether there are any depends on the kinds of the iterations before (above)
+        changed = apply.updated
+        if reason is None and late and not changed:
             reason = StopReason.TIME_LIMIT  # what is left to do cannot be done in the time left
         if reason is None and enodes >= self.node_limit:
             reason = StopReason.NODE_LIMIT
-        if reason is None and not (search.updated or apply.updated):
+        if reason is None and not changed:
             if not any(self.backlog) and not self._unpaired(sizes, n + 1) and len(searched) == self.scheduler.active(n):
                 reason = self._nothing_left()
             elif self.scheduler.any_banned(n + 1):  # nothing else changes: lift the bans early (egg does the same)
