@@ -31,8 +31,8 @@ module only encodes graphs into it and reads it back:
   the lowest structural hash of its e-nodes (loading sets it for loaded nodes, the
   ``number`` ruleset computes it for new ones; a union keeps the lower: "the first
   e-node's" would depend on the order egglog's threads apply rules in, and so would
-  which matches a bucket holds). The hashes of a match's e-classes put the match in one of ``BUCKETS``
-  buckets, so the runner can apply a chosen share of a rule's matches;
+  which matches a bucket holds). The hashes of a match's e-classes put the match in
+  one of ``BUCKETS`` buckets, so the runner can apply a chosen share of a rule's matches;
 * ``(order e)`` ranks e-classes by the last variable they read: a variable's rank is its
   place in the loaded graph (whose reverse post-order visits a concat's fields in order),
   a constant's 0, an e-node's the highest of its children's; a union keeps the lower. A

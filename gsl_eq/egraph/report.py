@@ -13,8 +13,9 @@ class Iteration:
     """What one iteration did and how long each part took (seconds).
 
     Per rule name: ``matches``, new matches its search found (in a controlled iteration,
-    not those whose target is already there; for a disconnected source, the pairs formed); ``new_keys`` / ``accepted_keys``, distinct keys
-    (combinations of its parts' keys) Python saw for the first time / accepted;
+    not those whose target is already there; for a disconnected source, the pairs formed);
+    ``new_keys`` / ``accepted_keys``, distinct keys (combinations of its parts' keys) Python
+    saw for the first time / accepted;
     ``rejected``, the others by reason (:meth:`~.compile.Query.decide`: source guard
     false, target cannot be typed, output type would change), their rows dropped;
     ``applied``, matches applied (each at most once); ``backlog``, matches found
