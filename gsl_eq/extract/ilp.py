@@ -592,25 +592,34 @@ def _search(
             program.forbid([choice[graph.position[cls]] for cls in order])
 
 
-#: A program of fewer kept e-nodes is solved whole; a larger one region by region (:mod:`.regions`), in
-#: regions of at least a quarter of that. The zoo's NasNet-A (2,912 e-nodes under default() + algebraic())
-#: is solved in 0.72 s whole and 1.08 s as two regions: a program of its own costs more than it saves
-#: below some thousands, unless it is the program of several like regions (:data:`LIKE_REGION_NODES`).
+#: A program of fewer kept e-nodes is solved whole, or region by region (:mod:`.regions`) as said below; a
+#: larger one region by region, in regions of at least a quarter of that.
 REGION_NODES = 4000
 #: A program of this many kept e-nodes or more, fewer than :data:`REGION_NODES`, is solved region by
 #: region (of at least a quarter of this) where two regions may pose one problem, solved once: TENSAT's
 #: NasRNN under tensat() and the gpu model (2,157 kept e-nodes; its cells) 0.75-0.93 s -> 0.35-0.39 s.
 LIKE_REGION_NODES = 1000
+#: A program of this many kept e-nodes or more, fewer than :data:`REGION_NODES`, whose regions pose
+#: problems of their own, is solved region by region too (of at least a quarter of this). A program of
+#: its own costs some tenths of a second to set up, and a whole program can cost HiGHS far more than its
+#: regions do: the zoo's NasNet-A at 64 px under default() + algebraic() (2,912 e-nodes) took 1.25 s
+#: whole and 1.40 s as two regions, but TENSAT's NasRNN under tensat() with multi-pattern rules in every
+#: iteration, as its sixth iteration left it (3,659 kept e-nodes; the early start of
+#: :func:`gsl_eq.optimize`), was left open at 37 s whole (2.1 % gap) and solved in 7 s as five regions.
+UNLIKE_REGION_NODES = 2000
 
 
 def _regions(egraph: ExtractGraph, graph: Indexed, nodes: list[int], roots: list[int]) -> list[Region]:
-    """The regions to solve the kept e-nodes ``nodes`` by (:data:`REGION_NODES`, :data:`LIKE_REGION_NODES`);
-    none where the program is to be solved whole."""
+    """The regions to solve the kept e-nodes ``nodes`` by (:data:`REGION_NODES`, :data:`LIKE_REGION_NODES`,
+    :data:`UNLIKE_REGION_NODES`); none where the program is to be solved whole."""
     if len(nodes) >= REGION_NODES:
         return split(graph, nodes, roots, max(1, REGION_NODES // 4))
     if len(nodes) >= LIKE_REGION_NODES:
         pieces = split(graph, nodes, roots, max(1, LIKE_REGION_NODES // 4))
-        return pieces if repeated(egraph, graph, nodes, pieces) else []
+        if repeated(egraph, graph, nodes, pieces):
+            return pieces
+    if len(nodes) >= UNLIKE_REGION_NODES:
+        return split(graph, nodes, roots, max(1, UNLIKE_REGION_NODES // 4))
     return []
 
 

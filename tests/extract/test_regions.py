@@ -285,6 +285,7 @@ def test_tensats_nasrnn_by_regions_builds_the_whole_programs_graph(monkeypatch):
     by_regions = optimize(wl, rules.tensat(), **settings)
     monkeypatch.setattr(ilp, "REGION_NODES", 10**9)
     monkeypatch.setattr(ilp, "LIKE_REGION_NODES", 10**9)
+    monkeypatch.setattr(ilp, "UNLIKE_REGION_NODES", 10**9)
     whole = optimize(wl, rules.tensat(), **settings)
     assert whole.report.regions == 1 and by_regions.report.regions == 2
     assert by_regions.report.extraction_status == whole.report.extraction_status == "optimal"
@@ -294,11 +295,13 @@ def test_tensats_nasrnn_by_regions_builds_the_whole_programs_graph(monkeypatch):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_a_middling_program_is_cut_only_into_like_regions(monkeypatch, seed):
-    """Between LIKE_REGION_NODES and REGION_NODES kept e-nodes, a program is cut only where two
+def test_a_middling_program_is_cut_into_like_regions_a_larger_one_into_any(monkeypatch, seed):
+    """Between LIKE_REGION_NODES and UNLIKE_REGION_NODES kept e-nodes, a program is cut only where two
     regions may pose one problem (a program of its own costs more than it saves otherwise): six
-    blocks alike are cut, six unlike ones are not; past REGION_NODES both are."""
+    blocks alike are cut, six unlike ones are not; past UNLIKE_REGION_NODES, and past REGION_NODES,
+    both are, with the whole program's optimum."""
     monkeypatch.setattr(ilp, "LIKE_REGION_NODES", 1)
+    monkeypatch.setattr(ilp, "UNLIKE_REGION_NODES", 10**9)
     monkeypatch.setattr(ilp, "REGION_NODES", 10**9)
 
     def cut(egraph, roots):
@@ -311,6 +314,12 @@ def test_a_middling_program_is_cut_only_into_like_regions(monkeypatch, seed):
     alike, unlike = block_chain(6, seed, alike=True), block_chain(6, seed)
     assert [len(parts) for parts, _ in (cut(*alike), cut(*unlike))] == [len(regions_of(*alike)), 0] == [8, 0]
     assert [like for _, like in (cut(*alike), cut(*unlike))] == [True, False]
+    whole = ilp_extract(*unlike)
+    monkeypatch.setattr(ilp, "UNLIKE_REGION_NODES", 1)
+    assert len(cut(*unlike)[0]) == len(regions_of(*unlike)) == 8
+    by_regions = ilp_extract(*unlike)
+    assert whole.regions == 1 and by_regions.regions == 8 and by_regions.cost == pytest.approx(whole.cost, rel=1e-9)
+    monkeypatch.setattr(ilp, "UNLIKE_REGION_NODES", 10**9)
     monkeypatch.setattr(ilp, "REGION_NODES", 1)
     assert len(cut(*unlike)[0]) == len(regions_of(*unlike)) == 8
     assert ilp_extract(*alike).regions == 3 and ilp_extract(*unlike).regions == 8
