@@ -47,11 +47,13 @@ class Worklists:
                 continue
             created = max(q.created for q in self.queries[k])
             budget = min(self.scheduler.limit(k), self.backlog[k])
-            reason = None
-            if created and self._room(enodes)[0] < created * budget:
+            reason, exact = None, False
+            if created and self._room(enodes)[0] < created * self.backlog[k]:
                 flush()
                 enodes = self.egraph.size()
                 room, why = self._room(enodes)
+                # buckets are lumpy: applied about the budget, a rule may pass it by half and more
+                exact = room < created * self.backlog[k]
                 if room < created * budget:
                     budget, reason = max(0, math.floor(room / created)), why
             if budget == self.backlog[k]:
@@ -59,7 +61,7 @@ class Worklists:
                 enodes += created * budget
             elif budget:
                 flush()
-                applied = self._apply_buckets(k, budget, counts, exact=reason is not None)
+                applied = self._apply_buckets(k, budget, counts, exact=exact)
                 self.backlog[k] -= applied
                 enodes += created * applied
                 if reason is not None:

@@ -27,7 +27,7 @@ def test_the_node_limit_holds_on_explosive_growth(case):
     report = runner.run()
     assert report.stop_reason is StopReason.NODE_LIMIT
     sizes = [it.enodes for it in report.iterations]
-    assert max(sizes) <= 1.1 * 20_000
+    assert max(sizes) <= 20_000
     assert sizes[-1] >= 0.5 * 20_000  # the limit, not something else, stopped the growth
     snap = runner.egraph.snapshot()
     assert snap.num_enodes == sizes[-1]  # the report counts what the e-graph holds
@@ -123,7 +123,7 @@ def test_optimize_under_the_node_limit_keeps_the_outputs():
     wl = ac_sum(16)
     result = optimize(wl, rules.algebraic(), extractor="greedy", node_limit=20_000, iter_limit=1000, time_limit=60)
     assert result.report.stop_reason == "node limit"
-    assert result.report.enodes <= 1.1 * 20_000
+    assert result.report.enodes <= 20_000
     assert_same_outputs(wl, result.workload, rtol=1e-5, atol=1e-6)
 
 
@@ -147,6 +147,23 @@ def test_the_node_limit_holds_where_a_bucket_holds_a_lump_of_matches():
             assert report.stop_reason is StopReason.NODE_LIMIT
             assert runner.egraph.size() == report.iterations[-1].enodes <= limit
             assert fast or 0.9 * limit <= runner.egraph.size()
+
+
+def test_the_node_limit_holds_where_a_rule_applied_about_its_budget_would_pass_it():
+    """TASO's matmul merge on a 2-layer BERT encoder under tensat()+default(): late in the growth a
+    few buckets hold most of its matches, and applied about its budget of 400 (6 e-nodes each) it
+    applied 733 where the room held 409 (51,941 e-nodes at 50,000). Where its whole backlog could
+    pass the room, a rule is applied never past its budget."""
+    from gsl_eq import models
+    from gsl_eq.rules.sets import rule_set
+
+    wl = models.bert_encoder(layers=2, seq=24, dim=96, heads=3, ffn=192).fold_params()
+    runner = Runner(wl.graph, rule_set("tensat+default"), node_limit=50_000, iter_limit=100, time_limit=120,
+                    params=wl.params)
+    report = runner.run()
+    assert report.stop_reason is StopReason.NODE_LIMIT
+    assert runner.egraph.size() == report.iterations[-1].enodes <= 50_000
+    assert runner.egraph.size() >= 0.95 * 50_000
 
 
 def test_a_multi_output_search_is_predicted_from_its_matches_growing_as_the_cube_of_the_egraph():
