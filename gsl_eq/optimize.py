@@ -36,7 +36,7 @@ from .frontend import Subst
 from .graph import Graph, Kind, Node
 from .greedy.rewrite import greedy, to_workload
 from .limits import callers_heap_frozen, check_count, check_seconds
-from .verify import Reference
+from .verify import Reference, predicted_check_seconds
 from .workload import FoldWarning, Workload
 
 if TYPE_CHECKING:
@@ -53,6 +53,9 @@ CYCLES = ("keep", "filter")
 
 #: The share of ``time_limit`` saturation leaves to extraction.
 EXTRACTION_SHARE = 0.2
+#: The most of ``time_limit`` the check of the result is left (:func:`~gsl_eq.verify.predicted_check_seconds`):
+#: under a limit shorter than twice its prediction, the check may end past the limit.
+CHECK_SHARE = 0.5
 #: Seconds extraction needs per e-node (reading the e-graph back, pricing it, the greedy
 #: passes), with a margin over what a 2-core machine takes: saturation stops growing the
 #: e-graph where the time left would not cover extracting it.
@@ -125,6 +128,7 @@ class OptimizeReport:
     greedy_dag_cost: float | None = None  # the greedy DAG extractor's, which warm-starts the ILP
     greedy_dag_time: float | None = None
     time_limit: float | None = None
+    check_reserve: float = 0.0  # seconds of time_limit left for checking the result (predicted)
     extraction_budget: float | None = None  # seconds left for extraction and rebuilding when saturation stopped
     stop_reason: str | None = None
     enodes: int | None = None
@@ -143,7 +147,8 @@ class OptimizeReport:
     def budget(self) -> str:
         """``time_limit`` and what saturation left of it for extraction; the seconds a measuring cost
         model spent timing ops, which the limit does not bound (see :func:`optimize`)."""
-        text = f"{self.time_limit:g} s, {self.extraction_budget:.2f} s of it left for extraction"
+        text = (f"{self.time_limit:g} s, {self.extraction_budget:.2f} s of it left for extraction and "
+                f"{self.check_reserve:.2f} s for the check")
         if self.cost_model in MEASURING and self.timings.get("price"):
             text += f"; {self.timings['price']:.1f} s timing ops for the {self.cost_model} model, outside it"
         return text
@@ -308,7 +313,10 @@ def optimize(
 
     ``time_limit`` bounds the whole call but the final build (folding the parameters of the
     result; in greedy mode, of a rewrite past the limit): folding the input, compiling the rules,
-    loading, saturation (or greedy rewriting), extraction and rebuilding share it. Saturation leaves extraction
+    loading, saturation (or greedy rewriting), extraction, rebuilding and checking the result
+    share it. The check is predicted from the input's calls and the checks timed before in this
+    process (:func:`~gsl_eq.verify.predicted_check_seconds`; ``report.check_reserve``), up to
+    :data:`CHECK_SHARE` of the limit, and the rest is the search's. Saturation leaves extraction
     :data:`EXTRACTION_SHARE` of it plus what the e-graph's size needs; the ILP gets
     at most ``ilp_time_limit`` of what is left. ``report.timings`` has each phase (``price``:
     pricing the input and the e-graph under the cost model). A cost
@@ -342,8 +350,9 @@ def optimize(
     cannot build the input, with its legalized form). A result that fails is replaced by the next
     candidate that costs less than the input and passes: the ILP's next cheapest distinct
     extraction, then the greedy DAG's, at last the input itself; ``report.fallbacks`` lists what
-    failed and why, ``report.notes`` what was returned. Like the final build, this check comes
-    after ``time_limit`` (``report.timings["check"]``), and so does releasing the e-graph then
+    failed and why, ``report.notes`` what was returned (``report.timings["check"]``; a check that
+    falls back to further candidates takes longer than its prediction). Like the final build,
+    releasing the e-graph comes after ``time_limit``
     (``report.timings["release"]``: egglog freeing its tables and their indexes, which grows with
     the rules as much as with the e-nodes and cannot be foreseen; half a second for TASO's rules
     on 20,000 e-nodes, milliseconds for most).
@@ -373,15 +382,18 @@ def optimize(
     before = graph_cost(wl.graph, model)
     timings["price"] = time.perf_counter() - t
     measuring = timings["price"] if model.name in MEASURING else 0.0  # outside time_limit, as documented
+    checking = min(predicted_check_seconds(wl), CHECK_SHARE * time_limit)
+    deadline, budget = start + measuring + time_limit - checking, time_limit - checking
     report = OptimizeReport(mode, model.name, before, before, _calls(wl.graph), _calls(wl.graph), timings,
-                            [r.name for r in rule_list], cost_unit=cost_unit(model))
+                            [r.name for r in rule_list], cost_unit=cost_unit(model), time_limit=time_limit)
     report.notes += [f"input: {unfolded} (TVM cannot build it; it stays a computation)" for unfolded in wl.unfolded]
+    report.check_reserve = checking
     greedy_origins: dict[Node, frozenset[str]] = {}
     if mode == "greedy":
         runnable = _greedy_runnable(rule_list, report)
         t = time.perf_counter()
         result = greedy(wl, runnable, max_rounds=iter_limit, node_limit=node_limit,
-                        time_limit=max(start + measuring + time_limit - t, 1e-9))
+                        time_limit=max(deadline - t, 1e-9))
         timings["rewrite"] = time.perf_counter() - t
         out = result.workload
         report.applications = {name: n for name, n in result.fired.items() if n}
@@ -396,8 +408,8 @@ def optimize(
                                 f"{result.rounds} rounds ({result.passes} passes)")
         others: Iterator[Alternative] = iter(())
     else:
-        out, others = _saturate(wl, rule_list, model, extractor, node_limit, iter_limit, start + measuring + time_limit,
-                                time_limit, ilp_time_limit, on_iteration, report,
+        out, others = _saturate(wl, rule_list, model, extractor, node_limit, iter_limit, deadline,
+                                budget, ilp_time_limit, on_iteration, report,
                                 candidates if select == "measured" else 0, multi_iterations, cycles)
     priced = out.folded_graph()  # greedy mode leaves a rewrite past its time limit unfolded
     report.cost_after, report.calls_after = graph_cost(priced, model), _calls(priced)
@@ -581,7 +593,7 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     report.rejected = run.rejected()
     report.iterations = [asdict(it) for it in run.iterations]
     t = time.perf_counter()
-    report.time_limit, report.extraction_budget = time_limit, deadline - t
+    report.extraction_budget = deadline - t
     late = run.iterations[-1].late if run.iterations and run.stop_reason is StopReason.TIME_LIMIT else []
     if late:
         report.notes.append(f"saturation stopped after {run.total_time:.1f} s, {deadline - t:.1f} s of the time limit left: "

@@ -13,8 +13,11 @@ those of the input made buildable by :func:`gsl_eq.rules.legalize`).
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
@@ -28,6 +31,8 @@ from .workload import Workload
 TOLERANCE = {"float64": 1e-6, "float32": 1e-3, "float16": 2e-2, "bfloat16": 5e-2}
 #: The seed of the random inputs the check runs on.
 SEED = 20_251
+#: What a candidate is built for to be checked: the CPU, LLVM's optimizations off.
+CHECK_TARGET = {"kind": "llvm", "opt-level": 0}
 
 
 @dataclass
@@ -51,7 +56,8 @@ class Reference:
         greedy orderings of one workload share one."""
         key = fingerprint(wl)
         if key not in _references:
-            _references[key] = Reference._compute(wl)
+            with _timed(wl):
+                _references[key] = Reference._compute(wl)
             _references[key].key = key
             while len(_references) > REMEMBERED_REFERENCES:
                 _references.popitem(last=False)
@@ -82,18 +88,22 @@ class Reference:
         """Why ``candidate`` fails the check (it does not build, run, or compute the reference's
         outputs), or None when it passes. Without reference outputs, building and running is the check.
 
-        The candidate keeps its build (a workload a gsl_eq call made, so later runs reuse it). A
-        graph with the same content as one checked before gets that one's verdict unbuilt."""
+        A copy of the candidate is built and run: by TVM's pipeline as its user's build runs it, but
+        with LLVM's optimizations off (:data:`CHECK_TARGET`: they are most of an optimized build's
+        time, 8.7 of 10 s on a 2-layer BERT encoder here), so the check costs little; the candidate
+        is left unbuilt for its user.
+        A graph with the same content as one checked before gets that one's verdict unbuilt."""
         key = (self.key, fingerprint(candidate))
         if key not in _verdicts:
-            _verdicts[key] = self._check(candidate)
+            with _timed(candidate):
+                _verdicts[key] = self._check(candidate)
             while len(_verdicts) > REMEMBERED_VERDICTS:
                 _verdicts.popitem(last=False)
         return _verdicts[key]
 
     def _check(self, candidate: Workload) -> str | None:
         try:
-            got = run(candidate, self.inputs)
+            got = run(Workload(candidate.mod, candidate.params).build(CHECK_TARGET), self.inputs)
         except Exception as error:  # noqa: BLE001 - whatever TVM raises, the candidate fails
             return f"{type(error).__name__}: {_first_line(error)}"
         if self.outputs is None:
@@ -104,8 +114,35 @@ class Reference:
 #: How many references and verdicts are remembered (by content) for later calls.
 REMEMBERED_REFERENCES = 4
 REMEMBERED_VERDICTS = 256
+REMEMBERED_RATES = 8
 _references: OrderedDict[tuple, Reference] = OrderedDict()
 _verdicts: OrderedDict[tuple, str | None] = OrderedDict()
+
+
+#: Building and running a module to check it, per call it makes, before any such build was timed in
+#: this process: 0.005-0.021 s for models of 30-90 calls on this project's 2-core machine, 0.2 s at least.
+CHECK_SECONDS_PER_CALL, CHECK_SECONDS = 0.025, 0.2
+_check_rates: list[float] = []  # seconds per call of the last few builds and runs timed
+
+
+def predicted_check_seconds(wl: Workload) -> float:
+    """What checking a candidate of about ``wl``'s size is predicted to take: building and running
+    ``wl`` for the reference (unless remembered) and the candidate. Per call, at the slowest rate of
+    the last few checks timed in this process (:data:`CHECK_SECONDS_PER_CALL` before any was)."""
+    calls = sum(wl.graph.op_counts().values())
+    rate = max(_check_rates, default=CHECK_SECONDS_PER_CALL)
+    builds = 1 if fingerprint(wl) in _references else 2
+    return builds * (CHECK_SECONDS + rate * calls)
+
+
+@contextmanager
+def _timed(wl: Workload) -> Iterator[None]:
+    """Time a build and run of ``wl`` for :func:`predicted_check_seconds`."""
+    start = time.perf_counter()
+    yield
+    calls = sum(wl.graph.op_counts().values())
+    _check_rates.append(max(0.0, time.perf_counter() - start - CHECK_SECONDS) / max(calls, 1))
+    del _check_rates[:-REMEMBERED_RATES]
 
 
 def fingerprint(wl: Workload) -> tuple:
