@@ -231,11 +231,11 @@ def test_the_time_budget_says_what_a_measuring_cost_model_spent_outside_it():
 
     def report(cost_model: str) -> OptimizeReport:
         return OptimizeReport("saturate", cost_model, 2.0, 1.0, 10, 8, timings={"price": 61.3},
-                              time_limit=10.0, extraction_budget=9.7)
+                              time_limit=10.0, extraction_budget=7.7, check_reserve=2.0)
 
-    assert report("tvm").budget() == ("10 s, 9.70 s of it left for extraction; 61.3 s timing ops for the tvm "
-                                      "model, outside it")
-    assert report("roofline").budget() == "10 s, 9.70 s of it left for extraction"  # pricing shares the limit
+    assert report("tvm").budget() == ("10 s, 7.70 s of it left for extraction and 2.00 s for the check; 61.3 s "
+                                      "timing ops for the tvm model, outside it")
+    assert report("roofline").budget() == ("10 s, 7.70 s of it left for extraction and 2.00 s for the check")
 
 
 def test_which_rules_a_result_uses_is_asked_only_of_a_result_cheaper_than_the_input(monkeypatch):
