@@ -314,8 +314,8 @@ def optimize(
     ``time_limit`` bounds the whole call but the final build (folding the parameters of the
     result; in greedy mode, of a rewrite past the limit): folding the input, compiling the rules,
     loading, saturation (or greedy rewriting), extraction, rebuilding and checking the result
-    share it. The check is predicted from the input's calls and the checks timed before in this
-    process (:func:`~gsl_eq.verify.predicted_check_seconds`; ``report.check_reserve``), up to
+    share it. The check is predicted from the input's calls and roofline cost and the checks timed
+    before in this process (:func:`~gsl_eq.verify.predicted_check_seconds`; ``report.check_reserve``), up to
     :data:`CHECK_SHARE` of the limit, and the rest is the search's. Saturation leaves extraction
     :data:`EXTRACTION_SHARE` of it plus what the e-graph's size needs; the ILP gets
     at most ``ilp_time_limit`` of what is left. ``report.timings`` has each phase (``price``:

@@ -15,9 +15,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
@@ -51,13 +49,12 @@ class Reference:
     @staticmethod
     def of(wl: Workload) -> "Reference":
         """Run ``wl`` (a copy, built here), or its legalized form when TVM cannot build it; both
-        built to run once (:meth:`Workload.build`'s ``once``: it is only computed, never returned),
-        the candidates as users build them. The last few references are remembered by content:
+        built to run once (:meth:`Workload.build`'s ``once``: it is only computed, never returned).
+        The last few references are remembered by content:
         greedy orderings of one workload share one."""
         key = fingerprint(wl)
         if key not in _references:
-            with _timed(wl):
-                _references[key] = Reference._compute(wl)
+            _references[key] = Reference._compute(wl)
             _references[key].key = key
             while len(_references) > REMEMBERED_REFERENCES:
                 _references.popitem(last=False)
@@ -70,7 +67,7 @@ class Reference:
         first = "; ".join(map(str, wl.unfolded))  # folding found what TVM cannot build: no need to try
         if not first:
             try:
-                return Reference(inputs, run(Workload(wl.mod, wl.params).build(once=True), inputs), "input")
+                return Reference(inputs, _built_and_run(wl, inputs), "input")
             except WorkloadError as error:
                 first = _first_line(error)
         from . import rules
@@ -78,8 +75,7 @@ class Reference:
 
         legal = greedy(wl, rules.legalize(), fold_params=False).workload
         try:
-            return Reference(inputs, run(Workload(legal.mod, legal.params).build(once=True), inputs),
-                             "legalized input")
+            return Reference(inputs, _built_and_run(legal, inputs), "legalized input")
         except WorkloadError as error:
             return Reference(inputs, None, "none", f"TVM cannot build the input ({first}), nor legalized "
                                                    f"({_first_line(error)})")
@@ -95,15 +91,14 @@ class Reference:
         A graph with the same content as one checked before gets that one's verdict unbuilt."""
         key = (self.key, fingerprint(candidate))
         if key not in _verdicts:
-            with _timed(candidate):
-                _verdicts[key] = self._check(candidate)
+            _verdicts[key] = self._check(candidate)
             while len(_verdicts) > REMEMBERED_VERDICTS:
                 _verdicts.popitem(last=False)
         return _verdicts[key]
 
     def _check(self, candidate: Workload) -> str | None:
         try:
-            got = run(Workload(candidate.mod, candidate.params).build(CHECK_TARGET), self.inputs)
+            got = _built_and_run(candidate, self.inputs, CHECK_TARGET)
         except Exception as error:  # noqa: BLE001 - whatever TVM raises, the candidate fails
             return f"{type(error).__name__}: {_first_line(error)}"
         if self.outputs is None:
@@ -119,30 +114,45 @@ _references: OrderedDict[tuple, Reference] = OrderedDict()
 _verdicts: OrderedDict[tuple, str | None] = OrderedDict()
 
 
-#: Building and running a module to check it, per call it makes, before any such build was timed in
-#: this process: 0.005-0.021 s for models of 30-90 calls on this project's 2-core machine, 0.2 s at least.
-CHECK_SECONDS_PER_CALL, CHECK_SECONDS = 0.025, 0.2
-_check_rates: list[float] = []  # seconds per call of the last few builds and runs timed
+#: Checking a module is building it (per call it makes) and running it (per second its roofline cost
+#: says, :class:`~gsl_eq.extract.Roofline`; unoptimized code runs some 40 times slower), each at the
+#: slowest of these rates and those of the last few timed in this process: 0.008-0.030 s per call
+#: (convolutions build slowest) and 28-37 s per roofline second on models of 49-176 calls on this
+#: project's 2-core machine. A prediction from a BERT's rates alone left a ResNeXt's check half its time.
+BUILD_SECONDS_PER_CALL, RUN_SECONDS_PER_ROOFLINE_SECOND, CHECK_SECONDS = 0.03, 50.0, 0.2
+_rates: dict[str, list[float]] = {"build": [], "run": []}
 
 
 def predicted_check_seconds(wl: Workload) -> float:
     """What checking a candidate of about ``wl``'s size is predicted to take: building and running
-    ``wl`` for the reference (unless remembered) and the candidate. Per call, at the slowest rate of
-    the last few checks timed in this process (:data:`CHECK_SECONDS_PER_CALL` before any was)."""
-    calls = sum(wl.graph.op_counts().values())
-    rate = max(_check_rates, default=CHECK_SECONDS_PER_CALL)
-    builds = 1 if fingerprint(wl) in _references else 2
-    return builds * (CHECK_SECONDS + rate * calls)
+    ``wl`` for the reference (unless remembered) and the candidate (see :data:`BUILD_SECONDS_PER_CALL`)."""
+    build, run_ = _work(wl)
+    one = (CHECK_SECONDS + max([BUILD_SECONDS_PER_CALL, *_rates["build"]]) * build
+           + max([RUN_SECONDS_PER_ROOFLINE_SECOND, *_rates["run"]]) * run_)
+    return one * (1 if fingerprint(wl) in _references else 2)
 
 
-@contextmanager
-def _timed(wl: Workload) -> Iterator[None]:
-    """Time a build and run of ``wl`` for :func:`predicted_check_seconds`."""
+def _work(wl: Workload) -> tuple[int, float]:
+    """What building and running ``wl`` is predicted from: its calls, its roofline seconds."""
+    from .extract import Roofline, graph_cost
+
+    return sum(wl.graph.op_counts().values()), graph_cost(wl.graph, Roofline())
+
+
+def _built_and_run(wl: Workload, inputs: dict[str, np.ndarray],
+                   target: str | dict | None = None) -> tuple[np.ndarray, ...]:
+    """``wl``'s outputs on ``inputs``, from a copy built to run once (``target=None``) or for ``target``;
+    the build and the run timed for :func:`predicted_check_seconds`."""
     start = time.perf_counter()
-    yield
-    calls = sum(wl.graph.op_counts().values())
-    _check_rates.append(max(0.0, time.perf_counter() - start - CHECK_SECONDS) / max(calls, 1))
-    del _check_rates[:-REMEMBERED_RATES]
+    copy = Workload(wl.mod, wl.params)
+    built = copy.build(once=True) if target is None else copy.build(target)
+    ran = time.perf_counter()
+    outputs = run(built, inputs)
+    end = time.perf_counter()
+    calls, seconds = _work(wl)
+    for kind, rate in (("build", (ran - start) / max(calls, 1)), ("run", (end - ran) / max(seconds, 1e-9))):
+        _rates[kind] = [*_rates[kind], rate][-REMEMBERED_RATES:]
+    return outputs
 
 
 def fingerprint(wl: Workload) -> tuple:

@@ -145,22 +145,24 @@ def test_the_reference_of_an_unbuildable_input_is_its_legalized_form():
 
 
 def test_the_check_is_predicted_from_the_checks_timed_and_left_time_within_the_limit(monkeypatch):
-    """The check is part of time_limit: predicted per call at the slowest rate of the last checks timed,
-    once for the result when the input's reference is remembered, twice when it must be built too."""
+    """The check is part of time_limit: predicted from the input's calls (building) and roofline cost
+    (running) at the slowest of the rates timed last and the defaults, once for the result when the input's
+    reference is remembered, twice when it must be built too."""
     import importlib
     import time
+    from collections import OrderedDict
 
     from gsl_eq import models, verify
 
-    from collections import OrderedDict
-
     for memory in ("_references", "_verdicts"):  # nothing remembered from another test
         monkeypatch.setattr(verify, memory, OrderedDict())
-    monkeypatch.setattr(verify, "_check_rates", [])
+    monkeypatch.setattr(verify, "_rates", {"build": [], "run": []})
     wl = models.bert_encoder(layers=1, seq=8, dim=32, heads=2, ffn=64).fold_params()
-    calls = sum(wl.graph.op_counts().values())
+    calls, seconds = verify._work(wl)
+    assert calls == sum(wl.graph.op_counts().values()) and seconds > 0
     fresh = verify.predicted_check_seconds(wl)
-    assert fresh == pytest.approx(2 * (verify.CHECK_SECONDS + verify.CHECK_SECONDS_PER_CALL * calls))
+    assert fresh == pytest.approx(2 * (verify.CHECK_SECONDS + verify.BUILD_SECONDS_PER_CALL * calls
+                                       + verify.RUN_SECONDS_PER_ROOFLINE_SECOND * seconds))
     limit = 30.0
     start = time.perf_counter()
     result = optimize(wl, rules.default() + rules.algebraic(), time_limit=limit)
@@ -168,10 +170,14 @@ def test_the_check_is_predicted_from_the_checks_timed_and_left_time_within_the_l
     report = result.report
     assert "check" in report.timings and not report.input_returned
     assert wall - report.timings.get("release", 0.0) <= 1.1 * limit
-    assert len(verify._check_rates) == 2  # the reference's build and run, the result's
-    remembered = verify.predicted_check_seconds(wl)  # the reference is remembered: the result's alone
-    assert remembered == pytest.approx(verify.CHECK_SECONDS + max(verify._check_rates) * calls)
-    # the check built a copy of the result: its user builds it as they choose
-    assert result.workload._vm is None
     optimize_module = importlib.import_module("gsl_eq.optimize")
     assert report.check_reserve == pytest.approx(min(fresh, optimize_module.CHECK_SHARE * limit))
+    rates = verify._rates
+    assert len(rates["build"]) == len(rates["run"]) == 2  # the reference's build and run, the result's
+    remembered = verify.predicted_check_seconds(wl)  # the reference is remembered: the result's alone
+    build = max([verify.BUILD_SECONDS_PER_CALL, *rates["build"]])
+    run = max([verify.RUN_SECONDS_PER_ROOFLINE_SECOND, *rates["run"]])
+    assert remembered == pytest.approx(verify.CHECK_SECONDS + build * calls + run * seconds)
+    assert remembered < fresh
+    # the check built a copy of the result: its user builds it as they choose
+    assert result.workload._vm is None
