@@ -206,8 +206,7 @@ def _extraction(report: Any, unit: str, factor: float) -> str:
     if report.left_out:
         rows.append(("e-nodes left out as closing cycles", report.left_out))
     if report.time_limit is not None and report.extraction_budget is not None:
-        rows.append(("time budget", f"{report.time_limit:g} s, {report.extraction_budget:.2f} s of it left for "
-                                    "extraction"))
+        rows.append(("time budget", report.budget()))
     return table(["", ""], rows, cls="extraction")
 
 
