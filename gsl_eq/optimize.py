@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import json
 import time
 import warnings
@@ -429,7 +430,8 @@ def optimize(
     else:
         result_option = Alternative("result", _final_build(out, timings), report.rules_used)
         t = time.perf_counter()
-        chosen = _checked(itertools.chain([result_option], others), before, model, _reference(wl, report), report)
+        chosen = _checked(itertools.chain([result_option], others), before, model, _reference(wl, report), report,
+                          start + measuring + time_limit)
         timings["check"] = time.perf_counter() - t
     t = time.perf_counter()
     del others  # the last reference to the e-graph: egglog frees its tables and indexes (0.5 s for TASO's rules at 20k e-nodes)
@@ -483,10 +485,20 @@ def _reference(wl: Workload, report: OptimizeReport) -> Reference:
 
 
 def _checked(options: Iterable[Alternative], before: float, model: CostModel, reference: Reference,
-             report: OptimizeReport) -> Alternative | None:
+             report: OptimizeReport, deadline: float = math.inf) -> Alternative | None:
     """The first of ``options`` that costs less than the input (``before``) and passes the check
-    (:mod:`gsl_eq.verify`), or None for the input; each one that fails is in ``report.fallbacks``."""
-    for option in options:
+    (:mod:`gsl_eq.verify`), or None for the input; each one that fails is in ``report.fallbacks``.
+    Past ``deadline`` no further option is tried: the input is returned."""
+    remaining = iter(options)
+    while True:
+        if report.fallbacks and time.perf_counter() >= deadline:  # before making the next option, too
+            report.notes.append(f"the result failed the check ({report.fallbacks[0]}) and the time limit ended "
+                                f"the search for a cheaper graph that passes it after {len(report.fallbacks)} "
+                                "tried: the input is returned")
+            return None
+        option = next(remaining, None)
+        if option is None:
+            break
         if option.label != "result" and graph_cost(option.workload.graph, model) >= before * (1 - 1e-9):
             continue
         reason = reference.mismatch(option.workload)
@@ -655,7 +667,8 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
         def ilp_choices() -> Iterator[tuple[str, dict]]:
             more = next_best
             if not more and extractor == "ilp":  # asked for after the run: searched for now
-                more = ilp_candidates(egraph, root_classes, 3, time_limit=min(ilp_time_limit, time_limit),
+                left = deadline + report.check_reserve - time.perf_counter()  # the check's time, within the limit
+                more = ilp_candidates(egraph, root_classes, 3, time_limit=max(0.0, min(ilp_time_limit, left)),
                                       warm_start=greedy_dag_extract(egraph, root_classes))[1:]
             for rank, e in enumerate(more, start=2):
                 yield f"ILP #{rank} under {model.name}", e.choice
