@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import collections
 import copy
+import hashlib
 import itertools
 import math
 import warnings
+import weakref
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,11 +87,10 @@ class Workload:
                     f"parameter {name!r}: array of shape {array.shape} and dtype {array.dtype}, "
                     f"main declares {expected.shape} {expected.dtype}"
                 )
-            array = array.copy()
-            array.flags.writeable = False
-            frozen[name] = array
+            frozen[name] = _FROZEN.frozen(array)
         self._params = MappingProxyType(frozen)
         self._vm: relax.VirtualMachine | None = None
+        self._content_key: tuple | None = None
 
     @staticmethod
     def from_graph(graph: Graph, params: Mapping[str, Any]) -> "Workload":
@@ -168,6 +169,17 @@ class Workload:
     def input_names(self) -> list[str]:
         """Names of the runtime inputs, in signature order."""
         return [v.name for v in self._graph.inputs if v.name not in self._params]
+
+    def content_key(self) -> tuple:
+        """A key equal for two workloads of one content: the module's structure, the input names
+        and every parameter's name, type and bytes (computed once: a workload does not change)."""
+        if self._content_key is None:
+            import tvm_ffi
+
+            params = tuple((name, str(a.dtype), a.shape, _FROZEN.digest(a)) for name, a in sorted(self._params.items()))
+            self._content_key = (tvm_ffi.structural_hash(self._mod, map_free_vars=True), tuple(self.input_names),
+                                 params)
+        return self._content_key
 
     @property
     def built(self) -> bool:
@@ -614,6 +626,39 @@ def _foldable(graph: Graph, params: set[str]) -> set[Node]:
         elif node.kind is Kind.CONST or all(i in folded for i in node.inputs):
             folded.add(node)
     return folded
+
+
+class _FrozenArrays:
+    """The read-only copies workloads hold their parameters in, by id while they live: a workload
+    made from another's parameters (a rewrite's result, a fold) shares them instead of copying
+    them, and the digest of their bytes (:meth:`Workload.content_key`) is computed once."""
+
+    def __init__(self) -> None:
+        self._arrays: dict[int, tuple[weakref.ref, list[bytes]]] = {}
+
+    def frozen(self, array: np.ndarray) -> np.ndarray:
+        """``array`` itself if it is one of these copies (still read-only), else a new one."""
+        if self._known(array):
+            return array
+        copy_ = array.copy()
+        copy_.flags.writeable = False
+        key = id(copy_)
+        self._arrays[key] = (weakref.ref(copy_, lambda _, key=key: self._arrays.pop(key, None)), [])
+        return copy_
+
+    def digest(self, array: np.ndarray) -> bytes:
+        """A digest of ``array``'s bytes, remembered for these copies."""
+        known = self._arrays[id(array)][1] if self._known(array) else []
+        if not known:
+            known.append(hashlib.blake2b(np.ascontiguousarray(array).tobytes(), digest_size=16).digest())
+        return known[0]
+
+    def _known(self, array: np.ndarray) -> bool:
+        entry = self._arrays.get(id(array))
+        return entry is not None and entry[0]() is array and not array.flags.writeable
+
+
+_FROZEN = _FrozenArrays()
 
 
 def _to_numpy(value: Any) -> np.ndarray:

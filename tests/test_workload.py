@@ -90,6 +90,25 @@ def test_workload_never_mutates_what_it_is_given():
     assert tvm_ffi.structural_equal(other.mod, mod)
 
 
+def test_workloads_share_their_read_only_parameters_and_key_them_by_content():
+    """A workload made from another's parameters (a rewrite's result) shares the read-only copies
+    rather than copying them; a caller's array, even one made read-only, is copied; the content
+    key is equal for equal content and differs on one changed element."""
+    wl = diamond_conv()
+    again = Workload(wl.mod, wl.params)
+    assert all(again.params[k] is wl.params[k] for k in wl.params)
+    mine = wl.params["w1"].copy()
+    mine.flags.writeable = False
+    theirs = Workload(wl.mod, {**wl.params, "w1": mine})
+    assert theirs.params["w1"] is not mine and theirs.params["w2"] is wl.params["w2"]
+    assert wl.content_key() == again.content_key() == theirs.content_key()
+    changed = {k: v.copy() for k, v in wl.params.items()}
+    changed["w1"][0, 0, 0, 0] += 1
+    assert Workload(wl.mod, changed).content_key() != wl.content_key()
+    inputs_only = Workload(wl.mod, {})
+    assert inputs_only.content_key() != wl.content_key() and len(inputs_only.input_names) == 3
+
+
 def rewritten_diamond(wl: Workload) -> Workload:
     """The diamond after its substitution, before folding: conv2d(x, w1 + w2)."""
     x, w1, w2 = wl.graph.inputs
