@@ -28,8 +28,6 @@ from .workload import Workload
 TOLERANCE = {"float64": 1e-6, "float32": 1e-3, "float16": 2e-2, "bfloat16": 5e-2}
 #: The seed of the random inputs the check runs on.
 SEED = 20_251
-#: What a candidate is built for to be checked: the CPU, LLVM's optimizations off.
-CHECK_TARGET = {"kind": "llvm", "opt-level": 0}
 
 
 @dataclass
@@ -84,9 +82,9 @@ class Reference:
         outputs), or None when it passes. Without reference outputs, building and running is the check.
 
         A copy of the candidate is built and run: by TVM's pipeline as its user's build runs it, but
-        with LLVM's optimizations off (:data:`CHECK_TARGET`: they are most of an optimized build's
-        time, 8.7 of 10 s on a 2-layer BERT encoder here), so the check costs little; the candidate
-        is left unbuilt for its user.
+        for the CPU as a build that runs once (:meth:`Workload.once_target`: without LLVM's
+        optimizations, most of an optimized build's time, unless the model's run would cost more), so
+        the check costs little; the candidate is left unbuilt for its user.
         A graph with the same content as one checked before gets that one's verdict unbuilt."""
         key = (self.key, fingerprint(candidate))
         if key not in _verdicts:
@@ -97,7 +95,7 @@ class Reference:
 
     def _check(self, candidate: Workload) -> str | None:
         try:
-            got = _built_and_run(candidate, self.inputs, CHECK_TARGET)
+            got = _built_and_run(candidate, self.inputs, once=False)
         except Exception as error:  # noqa: BLE001 - whatever TVM raises, the candidate fails
             return f"{type(error).__name__}: {_first_line(error)}"
         if self.outputs is None:
@@ -114,20 +112,24 @@ _verdicts: OrderedDict[tuple, str | None] = OrderedDict()
 
 
 #: Checking a module is building it (per call it makes) and running it (per second its roofline cost
-#: says, :class:`~gsl_eq.extract.Roofline`; unoptimized code runs some 40 times slower), each at the
-#: slowest of these rates and those of the last few timed in this process: 0.008-0.030 s per call
-#: (convolutions build slowest) and 28-37 s per roofline second on models of 49-176 calls on this
+#: says, :class:`~gsl_eq.extract.Roofline`), each at the slowest of these rates and those of the last
+#: few timed in this process for builds of its kind (:meth:`Workload.optimized_once`): unoptimized,
+#: 0.004-0.045 s per call (convolutions build slowest) and 20-30 s per roofline second; optimized,
+#: 0.003-0.075 s per call and 4-6 s per roofline second, on TENSAT's graphs and the zoo's on this
 #: project's 2-core machine. A prediction from a BERT's rates alone left a ResNeXt's check half its time.
-BUILD_SECONDS_PER_CALL, RUN_SECONDS_PER_ROOFLINE_SECOND, CHECK_SECONDS = 0.03, 50.0, 0.2
-_rates: dict[str, list[float]] = {"build": [], "run": []}
+BUILD_SECONDS_PER_CALL = {False: 0.03, True: 0.04}
+RUN_SECONDS_PER_ROOFLINE_SECOND = {False: 50.0, True: 10.0}
+CHECK_SECONDS = 0.2
+_rates: dict[tuple[str, bool], list[float]] = {}
 
 
 def predicted_check_seconds(wl: Workload) -> float:
     """What checking a candidate of about ``wl``'s size is predicted to take: building and running
     ``wl`` for the reference (unless remembered) and the candidate (see :data:`BUILD_SECONDS_PER_CALL`)."""
-    build, run_ = _work(wl)
-    one = (CHECK_SECONDS + max([BUILD_SECONDS_PER_CALL, *_rates["build"]]) * build
-           + max([RUN_SECONDS_PER_ROOFLINE_SECOND, *_rates["run"]]) * run_)
+    calls, seconds = _work(wl)
+    optimized = wl.optimized_once()
+    one = (CHECK_SECONDS + max([BUILD_SECONDS_PER_CALL[optimized], *_rates.get(("build", optimized), [])]) * calls
+           + max([RUN_SECONDS_PER_ROOFLINE_SECOND[optimized], *_rates.get(("run", optimized), [])]) * seconds)
     return one * (1 if fingerprint(wl) in _references else 2)
 
 
@@ -138,19 +140,20 @@ def _work(wl: Workload) -> tuple[int, float]:
     return sum(wl.graph.op_counts().values()), graph_cost(wl.graph, Roofline())
 
 
-def _built_and_run(wl: Workload, inputs: dict[str, np.ndarray],
-                   target: str | dict | None = None) -> tuple[np.ndarray, ...]:
-    """``wl``'s outputs on ``inputs``, from a copy built to run once (``target=None``) or for ``target``;
+def _built_and_run(wl: Workload, inputs: dict[str, np.ndarray], once: bool = True) -> tuple[np.ndarray, ...]:
+    """``wl``'s outputs on ``inputs``, from a copy built to run once (``once``: by TVM's pipeline
+    without constant folding; else by the pipeline a user's build runs, for :meth:`Workload.once_target`);
     the build and the run timed for :func:`predicted_check_seconds`."""
     start = time.perf_counter()
     copy = Workload(wl.mod, wl.params)
-    built = copy.build(once=True) if target is None else copy.build(target)
+    built = copy.build(once=True) if once else copy.build(copy.once_target())
     ran = time.perf_counter()
     outputs = run(built, inputs)
     end = time.perf_counter()
     calls, seconds = _work(wl)
+    optimized = wl.optimized_once()
     for kind, rate in (("build", (ran - start) / max(calls, 1)), ("run", (end - ran) / max(seconds, 1e-9))):
-        _rates[kind] = [*_rates[kind], rate][-REMEMBERED_RATES:]
+        _rates[kind, optimized] = [*_rates.get((kind, optimized), []), rate][-REMEMBERED_RATES:]
     return outputs
 
 

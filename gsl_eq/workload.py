@@ -57,6 +57,15 @@ class Unfolded:
         return f"{self.op} -> {self.output} not folded: {self.reason}"
 
 
+#: A build that runs once gets LLVM's optimizations where its roofline seconds
+#: (:class:`~gsl_eq.extract.Roofline`) pass this many per call: unoptimized code runs some 20-30 times
+#: its roofline time, optimized code 4-6 times, and optimizing adds up to 0.015 s of building per call
+#: (convolutions most), as measured on TENSAT's graphs and the zoo's on this project's 2-core machine
+#: (TENSAT's BERT checked: 2.2 s unoptimized, 0.8 s optimized; SqueezeNet: 1.5 s against 2.4 s). The
+#: product of 39 pairs of BERT's weight matrices that TASO's rules fold took 55 s unoptimized.
+OPTIMIZED_ONCE_ABOVE = 0.00075
+
+
 class Workload:
     """A Relax module and its parameters: what gsl_eq loads, rewrites, runs and compares."""
 
@@ -186,6 +195,20 @@ class Workload:
         """Whether the workload holds a build (by :meth:`build`, or by its first call)."""
         return self._vm is not None
 
+    def once_target(self, target: str | dict = "llvm") -> dict:
+        """``target`` for a build that runs once and is then dropped (a fold, a check): without LLVM's
+        optimizations, most of a build's time, unless running unoptimized code would cost more
+        (:data:`OPTIMIZED_ONCE_ABOVE`: a product of two weight matrices folded, a large network checked)."""
+        exported = tvm.target.Target(target).export()
+        return exported if self.optimized_once() else {**exported, "opt-level": 0}
+
+    def optimized_once(self) -> bool:
+        """Whether a build that runs once gets LLVM's optimizations (:meth:`once_target`)."""
+        from .extract import Roofline, graph_cost
+
+        calls = sum(1 for n in self._graph.rpo() if n.kind is Kind.CALL)
+        return graph_cost(self._graph, Roofline()) > OPTIMIZED_ONCE_ABOVE * calls
+
     def build(self, target: str | dict = "llvm", schedules: "ScheduleDatabase | None" = None,
               once: bool = False) -> "Workload":
         """Compile the module with TVM for ``target`` (CPU; a name or a JSON dict as TVM takes them,
@@ -195,15 +218,15 @@ class Workload:
         is scheduled as it says (its own target then applies).
 
         ``once``: the module is to run once (a fold, a reference to compare with), so it is built
-        soonest, not fastest: ``target`` without LLVM's optimizations and TVM's pipeline without
-        constant folding (which compiles each computation on constants apart to run it at build time).
+        soonest, not fastest: for :meth:`once_target` and by TVM's pipeline without constant folding
+        (which compiles each computation on constants apart to run it at build time).
 
         Raises WorkloadError, naming TVM's reason, when TVM cannot compile the module
         (see :attr:`unfolded` and :func:`gsl_eq.rules.legalize`).
         """
         try:
             if once:
-                target = {**tvm.target.Target(target).export(), "opt-level": 0}
+                target = self.once_target(target)
             compile_ = (lambda mod: cpu_build.build(mod, tvm.target.Target(target), fold_constants=not once)) \
                 if schedules is None else schedules.build
             executable = cpu_build.on_fresh_copies(compile_, self._mod)

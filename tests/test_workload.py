@@ -109,6 +109,24 @@ def test_workloads_share_their_read_only_parameters_and_key_them_by_content():
     assert inputs_only.content_key() != wl.content_key() and len(inputs_only.input_names) == 3
 
 
+def test_a_build_that_runs_once_is_optimized_where_its_run_would_cost_more():
+    """Folding or checking builds without LLVM's optimizations, except where the roofline cost per call
+    says unoptimized code would run longer than optimizing takes: a product of two weight matrices."""
+    from gsl_eq.workload import OPTIMIZED_ONCE_ABOVE
+
+    x, w1, w2 = tvar("x", 4, 512), tvar("w1", 512, 512), tvar("w2", 512, 512)
+    heavy = Workload.from_expr(R.matmul(x, R.matmul(w1, w2)), ["x"])
+    params = heavy.params
+    assert heavy.optimized_once() and "opt-level" not in heavy.once_target()
+    light = diamond_conv()
+    assert not light.optimized_once() and light.once_target()["opt-level"] == 0
+    assert OPTIMIZED_ONCE_ABOVE > 0
+    folded = heavy.fold_params()
+    assert [n.op for n in folded.graph.rpo() if n.kind is Kind.CALL] == ["relax.matmul"]
+    inputs = folded.random_inputs(seed=0)
+    np.testing.assert_allclose(folded(**inputs), inputs["x"] @ (params["w1"] @ params["w2"]), rtol=1e-4, atol=1e-5)
+
+
 def rewritten_diamond(wl: Workload) -> Workload:
     """The diamond after its substitution, before folding: conv2d(x, w1 + w2)."""
     x, w1, w2 = wl.graph.inputs

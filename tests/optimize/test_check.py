@@ -156,13 +156,14 @@ def test_the_check_is_predicted_from_the_checks_timed_and_left_time_within_the_l
 
     for memory in ("_references", "_verdicts"):  # nothing remembered from another test
         monkeypatch.setattr(verify, memory, OrderedDict())
-    monkeypatch.setattr(verify, "_rates", {"build": [], "run": []})
+    monkeypatch.setattr(verify, "_rates", {})
     wl = models.bert_encoder(layers=1, seq=8, dim=32, heads=2, ffn=64).fold_params()
     calls, seconds = verify._work(wl)
     assert calls == sum(wl.graph.op_counts().values()) and seconds > 0
+    assert not wl.optimized_once()  # a small model: checked as built without LLVM's optimizations
     fresh = verify.predicted_check_seconds(wl)
-    assert fresh == pytest.approx(2 * (verify.CHECK_SECONDS + verify.BUILD_SECONDS_PER_CALL * calls
-                                       + verify.RUN_SECONDS_PER_ROOFLINE_SECOND * seconds))
+    assert fresh == pytest.approx(2 * (verify.CHECK_SECONDS + verify.BUILD_SECONDS_PER_CALL[False] * calls
+                                       + verify.RUN_SECONDS_PER_ROOFLINE_SECOND[False] * seconds))
     limit = 30.0
     start = time.perf_counter()
     result = optimize(wl, rules.default() + rules.algebraic(), time_limit=limit)
@@ -173,10 +174,11 @@ def test_the_check_is_predicted_from_the_checks_timed_and_left_time_within_the_l
     optimize_module = importlib.import_module("gsl_eq.optimize")
     assert report.check_reserve == pytest.approx(min(fresh, optimize_module.CHECK_SHARE * limit))
     rates = verify._rates
-    assert len(rates["build"]) == len(rates["run"]) == 2  # the reference's build and run, the result's
+    assert set(rates) == {("build", False), ("run", False)}
+    assert len(rates["build", False]) == len(rates["run", False]) == 2  # the reference's build and run, the result's
     remembered = verify.predicted_check_seconds(wl)  # the reference is remembered: the result's alone
-    build = max([verify.BUILD_SECONDS_PER_CALL, *rates["build"]])
-    run = max([verify.RUN_SECONDS_PER_ROOFLINE_SECOND, *rates["run"]])
+    build = max([verify.BUILD_SECONDS_PER_CALL[False], *rates["build", False]])
+    run = max([verify.RUN_SECONDS_PER_ROOFLINE_SECOND[False], *rates["run", False]])
     assert remembered == pytest.approx(verify.CHECK_SECONDS + build * calls + run * seconds)
     monkeypatch.setattr(verify, "_references", OrderedDict())  # forgotten: the reference's check again
     assert verify.predicted_check_seconds(wl) == pytest.approx(2 * remembered)
