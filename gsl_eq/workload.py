@@ -36,6 +36,7 @@ from . import cpu_build
 from .buildable import first_line, signature, why_unbuildable
 from .errors import WorkloadError
 from .graph import Graph, Kind, Node, TensorType, from_relax, to_relax
+from .graph.work import roofline_seconds
 
 if TYPE_CHECKING:
     from .schedule_db import ScheduleDatabase
@@ -58,7 +59,7 @@ class Unfolded:
 
 
 #: A build that runs once gets LLVM's optimizations where its roofline seconds
-#: (:class:`~gsl_eq.extract.Roofline`) pass this many per call: unoptimized code runs some 20-30 times
+#: (:func:`~gsl_eq.graph.work.roofline_seconds`) pass this many per call: unoptimized code runs some 20-30 times
 #: its roofline time, optimized code 4-6 times, and optimizing adds up to 0.015 s of building per call
 #: (convolutions most), as measured on TENSAT's graphs and the zoo's on this project's 2-core machine
 #: (TENSAT's BERT checked: 2.2 s unoptimized, 0.8 s optimized; SqueezeNet: 1.5 s against 2.4 s). The
@@ -204,10 +205,9 @@ class Workload:
 
     def optimized_once(self) -> bool:
         """Whether a build that runs once gets LLVM's optimizations (:meth:`once_target`)."""
-        from .extract import Roofline, graph_cost
-
-        calls = sum(1 for n in self._graph.rpo() if n.kind is Kind.CALL)
-        return graph_cost(self._graph, Roofline()) > OPTIMIZED_ONCE_ABOVE * calls
+        calls = [n for n in self._graph.rpo() if n.kind is Kind.CALL]
+        seconds = sum(roofline_seconds(n.op, n.attrs, [i.type for i in n.inputs], n.type) for n in calls)
+        return seconds > OPTIMIZED_ONCE_ABOVE * len(calls)
 
     def build(self, target: str | dict = "llvm", schedules: "ScheduleDatabase | None" = None,
               once: bool = False) -> "Workload":

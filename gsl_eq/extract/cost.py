@@ -41,8 +41,8 @@ from ..graph.relax_bridge import function_of
 from ..graph.types import Type
 from .extractors import ENodeCost, dag_cost
 from .fusion import call_fusion, fuses
+from ..graph.work import _tensors, op_bytes, op_flops, roofline_seconds
 from .timings import MeasuredTimes, TimedCalls, call_key, call_name, random_input
-from .work import _tensors, op_bytes, op_flops
 
 __all__ = [
     "COST_MODELS", "CostModel", "Measured", "OpCount", "Roofline",
@@ -143,9 +143,7 @@ class Roofline:
         self.overhead = float(overhead)
 
     def __call__(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type) -> float:
-        compute = op_flops(op, attrs, inputs, output) / self.peak_flops
-        memory = op_bytes(op, attrs, inputs, output) / self.bandwidth
-        return max(compute, memory) + self.overhead
+        return roofline_seconds(op, attrs, inputs, output, self.peak_flops, self.bandwidth, self.overhead)
 
     def __repr__(self) -> str:
         return f"Roofline(peak_flops={self.peak_flops:g}, bandwidth={self.bandwidth:g}, overhead={self.overhead:g})"

@@ -52,7 +52,7 @@ from typing import Any, Collection, Mapping, Sequence
 
 from ..frontend.spec import OpTrait, ops_with_trait
 from ..graph.types import TensorType, Type
-from .work import _elements, _nbytes, op_bytes, op_flops
+from ..graph.work import _elements, _nbytes, op_bytes, op_flops
 
 __all__ = ["DEVICES", "Device", "GPU"]
 

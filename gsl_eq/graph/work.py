@@ -1,6 +1,8 @@
 """What one op call computes and moves: its floating-point operations (:func:`op_flops`) and
-the bytes it reads and writes (:func:`op_bytes`), by table; the analytic cost models
-(:class:`~gsl_eq.extract.cost.Roofline`, :class:`~gsl_eq.extract.gpu_cost.GPU`) price these."""
+the bytes it reads and writes (:func:`op_bytes`), by table, and the time a roofline gives them
+(:func:`roofline_seconds`); the analytic cost models (:class:`~gsl_eq.extract.cost.Roofline`,
+:class:`~gsl_eq.extract.gpu_cost.GPU`) price these, and a build that runs once is optimized by them
+(:meth:`~gsl_eq.workload.Workload.once_target`)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,9 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import tvm
 
-from ..graph.types import TensorType, TupleType, Type
+from .types import TensorType, TupleType, Type
 
-__all__ = ["VIEWS", "op_bytes", "op_flops"]
+__all__ = ["VIEWS", "op_bytes", "op_flops", "roofline_seconds"]
 
 
 # --------------------------------------------------------------------------- types
@@ -193,3 +195,12 @@ def op_bytes(op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: 
     if op in VIEWS:
         return 0.0
     return float(_nbytes(inputs) + _nbytes(output))
+
+
+def roofline_seconds(op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type,
+                     peak_flops: float = 50e9, bandwidth: float = 10e9, overhead: float = 2e-6) -> float:
+    """One call's time by the roofline: ``max(flops / peak_flops, bytes / bandwidth) + overhead``
+    (the defaults: a small 2-core CPU, see :class:`~gsl_eq.extract.cost.Roofline`)."""
+    compute = op_flops(op, attrs, inputs, output) / peak_flops
+    memory = op_bytes(op, attrs, inputs, output) / bandwidth
+    return max(compute, memory) + overhead
