@@ -119,6 +119,9 @@ def node_of(p: Pattern, env: Env, memo: Memo | None = None) -> Node:
         raise EvaluationError(f"{p!r} has no node in this environment", p.loc) from None
 
 
+_SCALARS = frozenset({int, float, str, bool})
+
+
 def satisfies(actual: Any, expected: Any) -> bool:
     """Whether attribute value ``actual`` meets constraint value ``expected``.
 
@@ -135,6 +138,8 @@ def satisfies(actual: Any, expected: Any) -> bool:
         )
     if isinstance(actual, (tuple, list)):
         return False
+    if type(actual) in _SCALARS and type(expected) in _SCALARS:
+        return actual == expected
     return bool(np.all(actual == expected))
 
 
@@ -189,52 +194,37 @@ class _Evaluator:
             raise EvaluationError(f"cannot evaluate {e!r}: {type(err).__name__}: {err}", e.loc) from None
 
     def _compute(self, e: A.AttrExpr) -> Any:
-        ev = self.eval
-        if isinstance(e, A.Const):
-            return e.value
-        if isinstance(e, A.Symbol):
-            if e not in self.env.symbols:
-                raise EvaluationError(f"symbol {e!r} has no value in this environment", e.loc)
-            return self.env.symbols[e]
-        if isinstance(e, A.GetAttr):
-            return self._get_attr(e)
-        if isinstance(e, A.Binary):
-            if e.op is A.BinOp.AND:
-                return bool(ev(e.lhs)) and bool(ev(e.rhs))
-            if e.op is A.BinOp.OR:
-                return bool(ev(e.lhs)) or bool(ev(e.rhs))
-            return _BINARY[e.op](ev(e.lhs), ev(e.rhs))
-        if isinstance(e, A.Unary):
-            return _UNARY[e.op](ev(e.operand))
-        if isinstance(e, A.Tuple):
-            return tuple(ev(f) for f in e.fields)
-        if isinstance(e, A.GetItem):
-            return ev(e.seq)[ev(e.index)]
-        if isinstance(e, A.Slice):
-            return ev(e.seq)[slice(ev(e.start), ev(e.stop), ev(e.step))]
-        if isinstance(e, A.Len):
-            return len(ev(e.seq))
-        if isinstance(e, A.In):
-            return ev(e.item) in ev(e.seq)
-        if isinstance(e, A.Reverse):
-            return tuple(reversed(ev(e.seq)))
-        if isinstance(e, A.Cond):
-            return ev(e.then) if ev(e.pred) else ev(e.orelse)
-        if isinstance(e, A.Variadic):
-            return tuple(self.within(e.index, k).eval(e.field) for k in range(_count(ev(e.length), e)))
-        if isinstance(e, A.ReduceIndexed):
-            fold, acc = _BINARY[e.op], ev(e.init)
-            for k in range(_count(ev(e.length), e)):
-                acc = fold(acc, self.within(e.index, k).eval(e.elem))
-            return acc
-        if isinstance(e, A.ReduceTuple):
-            fold, acc = _BINARY[e.op], ev(e.init)
-            for item in ev(e.seq):
-                acc = fold(acc, item)
-            return acc
-        if isinstance(e, A.Map):
-            return tuple(self.within(e.symbol, v).eval(e.body) for v in ev(e.seq))
-        raise TypeError(f"unknown attribute expression {type(e).__name__}")
+        compute = _COMPUTE.get(type(e))
+        if compute is None:
+            raise TypeError(f"unknown attribute expression {type(e).__name__}")
+        return compute(self, e)
+
+    def _symbol(self, e: A.Symbol) -> Any:
+        if e not in self.env.symbols:
+            raise EvaluationError(f"symbol {e!r} has no value in this environment", e.loc)
+        return self.env.symbols[e]
+
+    def _binary(self, e: A.Binary) -> Any:
+        if e.op is A.BinOp.AND:
+            return bool(self.eval(e.lhs)) and bool(self.eval(e.rhs))
+        if e.op is A.BinOp.OR:
+            return bool(self.eval(e.lhs)) or bool(self.eval(e.rhs))
+        return _BINARY[e.op](self.eval(e.lhs), self.eval(e.rhs))
+
+    def _variadic(self, e: A.Variadic) -> tuple:
+        return tuple(self.within(e.index, k).eval(e.field) for k in range(_count(self.eval(e.length), e)))
+
+    def _reduce_indexed(self, e: A.ReduceIndexed) -> Any:
+        fold, acc = _BINARY[e.op], self.eval(e.init)
+        for k in range(_count(self.eval(e.length), e)):
+            acc = fold(acc, self.within(e.index, k).eval(e.elem))
+        return acc
+
+    def _reduce_tuple(self, e: A.ReduceTuple) -> Any:
+        fold, acc = _BINARY[e.op], self.eval(e.init)
+        for item in self.eval(e.seq):
+            acc = fold(acc, item)
+        return acc
 
     def _get_attr(self, e: A.GetAttr) -> Any:
         p = e.pattern
@@ -245,6 +235,27 @@ class _Evaluator:
             return node_attr(node, e.name)
         except KeyError:
             raise EvaluationError(f"{e!r}: the node {node!r} matched by {p!r} has no attribute {e.name!r}", e.loc) from None
+
+
+#: How each kind of attribute expression is computed (by its exact class: the kinds do not subclass one another).
+_COMPUTE: dict[type, Callable[[_Evaluator, Any], Any]] = {
+    A.Const: lambda ev, e: e.value,
+    A.Symbol: _Evaluator._symbol,
+    A.GetAttr: _Evaluator._get_attr,
+    A.Binary: _Evaluator._binary,
+    A.Unary: lambda ev, e: _UNARY[e.op](ev.eval(e.operand)),
+    A.Tuple: lambda ev, e: tuple(ev.eval(f) for f in e.fields),
+    A.GetItem: lambda ev, e: ev.eval(e.seq)[ev.eval(e.index)],
+    A.Slice: lambda ev, e: ev.eval(e.seq)[slice(ev.eval(e.start), ev.eval(e.stop), ev.eval(e.step))],
+    A.Len: lambda ev, e: len(ev.eval(e.seq)),
+    A.In: lambda ev, e: ev.eval(e.item) in ev.eval(e.seq),
+    A.Reverse: lambda ev, e: tuple(reversed(ev.eval(e.seq))),
+    A.Cond: lambda ev, e: ev.eval(e.then) if ev.eval(e.pred) else ev.eval(e.orelse),
+    A.Variadic: _Evaluator._variadic,
+    A.ReduceIndexed: _Evaluator._reduce_indexed,
+    A.ReduceTuple: _Evaluator._reduce_tuple,
+    A.Map: lambda ev, e: tuple(ev.within(e.symbol, v).eval(e.body) for v in ev.eval(e.seq)),
+}
 
 
 def _count(n: Any, e: A.AttrExpr) -> int:
