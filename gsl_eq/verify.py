@@ -40,7 +40,7 @@ class Reference:
     label: str
     reason: str = ""
 
-    #: The workload's fingerprint (:func:`fingerprint`): verdicts are remembered under it.
+    #: The workload's content key (:meth:`Workload.content_key`): verdicts are remembered under it.
     key: tuple = ()
 
     @staticmethod
@@ -49,7 +49,7 @@ class Reference:
         built to run once (:meth:`Workload.build`'s ``once``: it is only computed, never returned).
         The last few references are remembered by content:
         greedy orderings of one workload share one."""
-        key = fingerprint(wl)
+        key = wl.content_key()
         if key not in _references:
             _references[key] = Reference._compute(wl)
             _references[key].key = key
@@ -86,7 +86,7 @@ class Reference:
         optimizations, most of an optimized build's time, unless the model's run would cost more), so
         the check costs little; the candidate is left unbuilt for its user.
         A graph with the same content as one checked before gets that one's verdict unbuilt."""
-        key = (self.key, fingerprint(candidate))
+        key = (self.key, candidate.content_key())
         if key not in _verdicts:
             _verdicts[key] = self._check(candidate)
             while len(_verdicts) > REMEMBERED_VERDICTS:
@@ -126,18 +126,11 @@ _rates: dict[tuple[str, bool], list[float]] = {}
 def predicted_check_seconds(wl: Workload) -> float:
     """What checking a candidate of about ``wl``'s size is predicted to take: building and running
     ``wl`` for the reference (unless remembered) and the candidate (see :data:`BUILD_SECONDS_PER_CALL`)."""
-    calls, seconds = _work(wl)
+    calls, seconds = wl.work()
     optimized = wl.optimized_once()
     one = (CHECK_SECONDS + max([BUILD_SECONDS_PER_CALL[optimized], *_rates.get(("build", optimized), [])]) * calls
            + max([RUN_SECONDS_PER_ROOFLINE_SECOND[optimized], *_rates.get(("run", optimized), [])]) * seconds)
-    return one * (1 if fingerprint(wl) in _references else 2)
-
-
-def _work(wl: Workload) -> tuple[int, float]:
-    """What building and running ``wl`` is predicted from: its calls, its roofline seconds."""
-    from .extract import Roofline, graph_cost
-
-    return sum(wl.graph.op_counts().values()), graph_cost(wl.graph, Roofline())
+    return one * (1 if wl.content_key() in _references else 2)
 
 
 def _built_and_run(wl: Workload, inputs: dict[str, np.ndarray], once: bool = True) -> tuple[np.ndarray, ...]:
@@ -150,16 +143,11 @@ def _built_and_run(wl: Workload, inputs: dict[str, np.ndarray], once: bool = Tru
     ran = time.perf_counter()
     outputs = run(built, inputs)
     end = time.perf_counter()
-    calls, seconds = _work(wl)
+    calls, seconds = wl.work()
     optimized = wl.optimized_once()
     for kind, rate in (("build", (ran - start) / max(calls, 1)), ("run", (end - ran) / max(seconds, 1e-9))):
         _rates[kind, optimized] = [*_rates.get((kind, optimized), []), rate][-REMEMBERED_RATES:]
     return outputs
-
-
-def fingerprint(wl: Workload) -> tuple:
-    """A key equal for two workloads of one content (:meth:`Workload.content_key`)."""
-    return wl.content_key()
 
 
 def run(wl: Workload, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:

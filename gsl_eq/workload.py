@@ -101,6 +101,7 @@ class Workload:
         self._params = MappingProxyType(frozen)
         self._vm: relax.VirtualMachine | None = None
         self._content_key: tuple | None = None
+        self._work: tuple[int, float] | None = None
 
     @staticmethod
     def from_graph(graph: Graph, params: Mapping[str, Any]) -> "Workload":
@@ -205,9 +206,17 @@ class Workload:
 
     def optimized_once(self) -> bool:
         """Whether a build that runs once gets LLVM's optimizations (:meth:`once_target`)."""
-        calls = [n for n in self._graph.rpo() if n.kind is Kind.CALL]
-        seconds = sum(roofline_seconds(n.op, n.attrs, [i.type for i in n.inputs], n.type) for n in calls)
-        return seconds > OPTIMIZED_ONCE_ABOVE * len(calls)
+        calls, seconds = self.work()
+        return seconds > OPTIMIZED_ONCE_ABOVE * calls
+
+    def work(self) -> tuple[int, float]:
+        """The module's op calls and their roofline seconds (:func:`~gsl_eq.graph.work.roofline_seconds`):
+        what building and running it takes grows with (computed once: a workload does not change)."""
+        if self._work is None:
+            calls = [n for n in self._graph.rpo() if n.kind is Kind.CALL]
+            self._work = len(calls), sum(roofline_seconds(n.op, n.attrs, [i.type for i in n.inputs], n.type)
+                                         for n in calls)
+        return self._work
 
     def build(self, target: str | dict = "llvm", schedules: "ScheduleDatabase | None" = None,
               once: bool = False) -> "Workload":

@@ -39,9 +39,9 @@ from ..graph import Graph, Kind, Node
 from ..graph.ops import make_call
 from ..graph.relax_bridge import function_of
 from ..graph.types import Type
+from ..graph.work import _tensors, op_bytes, op_flops, roofline_seconds
 from .extractors import ENodeCost, dag_cost
 from .fusion import call_fusion, fuses
-from ..graph.work import _tensors, op_bytes, op_flops, roofline_seconds
 from .timings import MeasuredTimes, TimedCalls, call_key, call_name, random_input
 
 __all__ = [
