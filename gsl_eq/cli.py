@@ -541,7 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="most saturation iterations; in greedy mode, most rounds over the rules "
                           f"(default: {d['iter_limit']})")
     opt.add_argument("--time-limit", type=float, default=d["time_limit"], metavar="SECONDS",
-                     help="seconds for the whole call but the final build, the check, a measuring cost model's "
+                     help="seconds for the whole call but a measuring cost model's "
                           "timing (--cost tvm, measured) and --select measured; saturation leaves part of them to "
                           f"extraction (default: {d['time_limit']:g})")
     opt.add_argument("--multi-iterations", type=int, default=None, metavar="K",

@@ -35,10 +35,11 @@ from .extract.choose import as_of, egglog_extract, priced, rebuild, roots, rules
 from .extract import Extraction, greedy_dag_extract, ilp_candidates, tree_extract
 from .frontend import Subst
 from .graph import Graph, Kind, Node
+from .graph.work import roofline_seconds
 from .greedy.rewrite import greedy, to_workload
 from .limits import callers_heap_frozen, check_count, check_seconds
 from .verify import Reference, predicted_check_seconds
-from .workload import FoldWarning, Workload
+from .workload import FOLD_RATES, FoldWarning, Workload
 
 if TYPE_CHECKING:
     from .schedule_db import ScheduleDatabase
@@ -57,6 +58,8 @@ EXTRACTION_SHARE = 0.2
 #: The most of ``time_limit`` the check of the result is left (:func:`~gsl_eq.verify.predicted_check_seconds`):
 #: under a limit shorter than twice its prediction, the check may end past the limit.
 CHECK_SHARE = 0.5
+#: The most of ``time_limit`` kept for folding the result's parameter computations (:func:`_fold_reserve`).
+FOLD_SHARE = 0.2
 #: Seconds extraction needs per e-node (reading the e-graph back, pricing it, the greedy
 #: passes), with a margin over what a 2-core machine takes: saturation stops growing the
 #: e-graph where the time left would not cover extracting it.
@@ -130,6 +133,7 @@ class OptimizeReport:
     greedy_dag_time: float | None = None
     time_limit: float | None = None
     check_reserve: float = 0.0  # seconds of time_limit left for checking the result (predicted)
+    fold_reserve: float = 0.0  # seconds of time_limit kept for folding the result's parameter computations
     extraction_budget: float | None = None  # seconds left for extraction and rebuilding when saturation stopped
     stop_reason: str | None = None
     enodes: int | None = None
@@ -148,8 +152,8 @@ class OptimizeReport:
     def budget(self) -> str:
         """``time_limit`` and what saturation left of it for extraction; the seconds a measuring cost
         model spent timing ops, which the limit does not bound (see :func:`optimize`)."""
-        text = (f"{self.time_limit:g} s, {self.extraction_budget:.2f} s of it left for extraction and "
-                f"{self.check_reserve:.2f} s for the check")
+        text = (f"{self.time_limit:g} s, {self.extraction_budget:.2f} s of it left for extraction, "
+                f"{self.fold_reserve:.2f} s kept for the final build and {self.check_reserve:.2f} s for the check")
         if self.cost_model in MEASURING and self.timings.get("price"):
             text += f"; {self.timings['price']:.1f} s timing ops for the {self.cost_model} model, outside it"
         return text
@@ -312,10 +316,12 @@ def optimize(
 
         optimize(wl, rules.tensat(), node_limit=50_000, iter_limit=15, multi_iterations=1, cycles="filter")
 
-    ``time_limit`` bounds the whole call but the final build (folding the parameters of the
-    result; in greedy mode, of a rewrite past the limit): folding the input, compiling the rules,
-    loading, saturation (or greedy rewriting), extraction, rebuilding and checking the result
-    share it. The check is predicted from the input's calls and roofline cost and the checks timed
+    ``time_limit`` bounds the whole call: folding the input, compiling the rules,
+    loading, saturation (or greedy rewriting), extraction, rebuilding, folding the result's parameter
+    computations (the final build) and checking the result share it. A result whose fold is predicted
+    to end past the limit is not folded and the input is returned (TASO's rules fold products of weight
+    matrices: :meth:`~gsl_eq.workload.Workload.predicted_fold_seconds`; the notes say so, and which
+    limit would do). The check is predicted from the input's calls and roofline cost and the checks timed
     before in this process (:func:`~gsl_eq.verify.predicted_check_seconds`; ``report.check_reserve``), up to
     :data:`CHECK_SHARE` of the limit, and the rest is the search's. Saturation leaves extraction
     :data:`EXTRACTION_SHARE` of it plus what the e-graph's size needs; the ILP gets
@@ -341,7 +347,7 @@ def optimize(
     candidate, and a candidate is preferred to it only when it runs faster beyond the timing
     noise under ``schedules`` and again under an independently seeded draw of schedules
     (:func:`~gsl_eq.selection.confirm`; ``report.candidates`` has both times). This measuring
-    comes after ``time_limit``, like the final build::
+    comes after ``time_limit``, as do the folds of the candidates::
 
         result = optimize(wl, rules.default(), select="measured", candidates=3)
         result.report.candidates   # [{"label": "input", "seconds": ...}, ...]
@@ -352,8 +358,8 @@ def optimize(
     candidate that costs less than the input and passes: the ILP's next cheapest distinct
     extraction, then the greedy DAG's, at last the input itself; ``report.fallbacks`` lists what
     failed and why, ``report.notes`` what was returned (``report.timings["check"]``; a check that
-    falls back to further candidates takes longer than its prediction). Like the final build,
-    releasing the e-graph comes after ``time_limit``
+    falls back to further candidates takes longer than its prediction). Releasing the e-graph
+    comes after ``time_limit``
     (``report.timings["release"]``: egglog freeing its tables and their indexes, which grows with
     the rules as much as with the e-nodes and cannot be foreseen; half a second for TASO's rules
     on 20,000 e-nodes, milliseconds for most).
@@ -384,11 +390,12 @@ def optimize(
     timings["price"] = time.perf_counter() - t
     measuring = timings["price"] if model.name in MEASURING else 0.0  # outside time_limit, as documented
     checking = min(predicted_check_seconds(wl), CHECK_SHARE * time_limit)
-    deadline, budget = start + measuring + time_limit - checking, time_limit - checking
+    folding = min(_fold_reserve(wl), FOLD_SHARE * time_limit)
+    deadline, budget = start + measuring + time_limit - checking - folding, time_limit - checking - folding
     report = OptimizeReport(mode, model.name, before, before, _calls(wl.graph), _calls(wl.graph), timings,
                             [r.name for r in rule_list], cost_unit=cost_unit(model), time_limit=time_limit)
     report.notes += [f"input: {unfolded} (TVM cannot build it; it stays a computation)" for unfolded in wl.unfolded]
-    report.check_reserve = checking
+    report.check_reserve, report.fold_reserve = checking, folding
     greedy_origins: dict[Node, frozenset[str]] = {}
     if mode == "greedy":
         runnable = _greedy_runnable(rule_list, report)
@@ -417,9 +424,8 @@ def optimize(
     # Saturate mode changes the module only for a gain: among equal-cost choices the extractor's pick is arbitrary.
     # With measured selection TVM's time decides instead.
     if select == "measured":
-        result_option = Alternative("result", _final_build(out, timings), report.rules_used)
-        chosen = _select_measured(wl, itertools.chain([result_option], others), candidates, schedules, model,
-                                  _reference(wl, report), report)
+        chosen = _select_measured(wl, itertools.chain([Alternative("result", out, report.rules_used)], others),
+                                  candidates, schedules, model, _reference(wl, report), report)
     elif not report.applications and report.cost_after >= before * (1 - 1e-9):
         chosen = None
         report.notes.append("no rule rewrote anything: the input is returned")
@@ -428,11 +434,12 @@ def optimize(
         report.notes.append(f"the result cost {report.cost_after:.6g} {report.cost_unit} is not below the input's "
                             f"{before:.6g}: the input is returned, no rewrite is used")
     else:
-        result_option = Alternative("result", _final_build(out, timings), report.rules_used)
-        t = time.perf_counter()
-        chosen = _checked(itertools.chain([result_option], others), before, model, _reference(wl, report), report,
+        t, built = time.perf_counter(), timings.get("final build", 0.0)
+        measuring = timings["price"] if model.name in MEASURING else 0.0  # the e-graph's pricing too
+        chosen = _checked(itertools.chain([Alternative("result", out, report.rules_used)], others), before, model,
+                          functools.cache(functools.partial(_reference, wl, report)), report,
                           start + measuring + time_limit)
-        timings["check"] = time.perf_counter() - t
+        timings["check"] = time.perf_counter() - t - (timings.get("final build", 0.0) - built)
     t = time.perf_counter()
     del others  # the last reference to the e-graph: egglog frees its tables and indexes (0.5 s for TASO's rules at 20k e-nodes)
     timings["release"] = time.perf_counter() - t
@@ -450,6 +457,16 @@ def optimize(
     timings["total"] = time.perf_counter() - start
     origins = greedy_origins if chosen is not None and chosen.label == "result" else {}
     return OptimizeResult(out, report, input=wl, cost=model, origins=origins)
+
+
+def _fold_reserve(wl: Workload) -> float:
+    """The time kept for folding the result's parameter computations: a fold reading each of ``wl``'s
+    parameters once is predicted to take it (:meth:`~gsl_eq.workload.Workload.predicted_fold_seconds`'s
+    rates), as merging rewrites concatenate weights. A fold predicted to take more is done only in what
+    the search leaves of the limit."""
+    types = [v.type for v in wl.graph.inputs if v.name in wl.params]
+    copies = sum(roofline_seconds("relax.concat", {"axis": 0}, [t], t) for t in types)
+    return FOLD_RATES.predicted(len(types), copies) if types else 0.0
 
 
 def _greedy_runnable(rule_list: list[Subst], report: OptimizeReport) -> list[Subst]:
@@ -484,11 +501,15 @@ def _reference(wl: Workload, report: OptimizeReport) -> Reference:
     return reference
 
 
-def _checked(options: Iterable[Alternative], before: float, model: CostModel, reference: Reference,
+def _checked(options: Iterable[Alternative], before: float, model: CostModel, reference: Callable[[], Reference],
              report: OptimizeReport, deadline: float = math.inf) -> Alternative | None:
     """The first of ``options`` that costs less than the input (``before``) and passes the check
-    (:mod:`gsl_eq.verify`), or None for the input; each one that fails is in ``report.fallbacks``.
-    Past ``deadline`` no further option is tried: the input is returned."""
+    (:mod:`gsl_eq.verify`), folded (:func:`_final_build`), or None for the input; each one that fails is in
+    ``report.fallbacks``. Past ``deadline`` no further option is tried, and none is folded whose fold is
+    predicted (:meth:`~gsl_eq.workload.Workload.predicted_fold_seconds`) to take longer than the time kept for
+    it (``report.fold_reserve``) and to end past ``deadline`` less the check's reserve (TASO's rules fold
+    products of weight matrices, 11 s for TENSAT's BERT): the input is returned.
+    ``reference`` gives what the options are checked against, made when the first is checked."""
     remaining = iter(options)
     while True:
         if report.fallbacks and time.perf_counter() >= deadline:  # before making the next option, too
@@ -499,9 +520,17 @@ def _checked(options: Iterable[Alternative], before: float, model: CostModel, re
         option = next(remaining, None)
         if option is None:
             break
-        if option.label != "result" and graph_cost(option.workload.graph, model) >= before * (1 - 1e-9):
+        if option.label != "result" and graph_cost(option.workload.folded_graph(), model) >= before * (1 - 1e-9):
             continue
-        reason = reference.mismatch(option.workload)
+        folding, left = option.workload.predicted_fold_seconds(), deadline - report.check_reserve - time.perf_counter()
+        if folding > max(left, report.fold_reserve):
+            report.notes.append(f"folding the {option.label}'s parameter computations ({len(option.workload.fold_calls())} "
+                                f"calls) is predicted to take {folding:.1f} s, past the time limit ({max(left, 0.0):.1f} "
+                                f"s left before the check; a limit of {report.time_limit + folding - left:.0f} s would "
+                                "leave room for it): the input is returned")
+            return None
+        option = option._replace(workload=_final_build(option.workload, report.timings))
+        reason = reference().mismatch(option.workload)
         if reason is None:
             if report.fallbacks:
                 report.notes.append(f"the result failed the check ({report.fallbacks[0]}): {option.label} is "
@@ -536,6 +565,7 @@ def _select_measured(wl: Workload, found: Iterable[Alternative], candidates: int
     for option in found:
         if len(pool) >= candidates:
             break
+        option = option._replace(workload=_final_build(option.workload, report.timings))
         k = key(option.workload.mod)
         if k in pool:
             same = pool[k]
@@ -657,10 +687,6 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
         else:
             report.rules_used = _rule_names(rule_list, used)
     timings["attribute"] = time.perf_counter() - t
-    t = time.perf_counter()
-    out = out.fold_params()
-    timings["final build"] = time.perf_counter() - t
-
     def others() -> Iterator[Alternative]:
         seen = [choice]
 
@@ -683,7 +709,7 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
             if picked in seen:  # the same graph again: not rebuilt (nor folded, which builds with TVM)
                 continue
             seen.append(picked)
-            other = to_workload(rebuild(runner, snap, picked), wl, fold_params=False).fold_params()
+            other = to_workload(rebuild(runner, snap, picked), wl, fold_params=False)
             yield Alternative(label, other, _rule_names(rule_list, rules_used(runner, snap, picked)))
 
     return out, others()
@@ -739,12 +765,11 @@ def _early_iteration(iterations: list[dict[str, Any]], enodes: int) -> tuple[int
 
 
 def _final_build(out: Workload, timings: dict[str, float]) -> Workload:
-    """``out`` with its parameter computations folded, timed as the final build, where greedy mode
-    left them (saturate mode's result is folded already)."""
+    """``out`` with its parameter computations folded, timed as the final build (rewrites leave them
+    unfolded: their folds are kept within the time limit, :func:`_checked`)."""
     t = time.perf_counter()
     built = out.fold_params()
-    if built is not out:
-        timings["final build"] = timings.get("final build", 0.0) + time.perf_counter() - t
+    timings["final build"] = timings.get("final build", 0.0) + time.perf_counter() - t
     return built
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .build_time import BuildRates
 from .errors import WorkloadError
 from .workload import Workload
 
@@ -106,47 +107,34 @@ class Reference:
 #: How many references and verdicts are remembered (by content) for later calls.
 REMEMBERED_REFERENCES = 4
 REMEMBERED_VERDICTS = 256
-REMEMBERED_RATES = 8
 _references: OrderedDict[tuple, Reference] = OrderedDict()
 _verdicts: OrderedDict[tuple, str | None] = OrderedDict()
 
 
-#: Checking a module is building it (per call it makes) and running it (per second its roofline cost
-#: says, :class:`~gsl_eq.extract.Roofline`), each at the slowest of these rates and those of the last
-#: few timed in this process for builds of its kind (:meth:`Workload.optimized_once`): unoptimized,
-#: 0.004-0.045 s per call (convolutions build slowest) and 20-30 s per roofline second; optimized,
-#: 0.003-0.075 s per call and 4-6 s per roofline second, on TENSAT's graphs and the zoo's on this
-#: project's 2-core machine. A prediction from a BERT's rates alone left a ResNeXt's check half its time.
-BUILD_SECONDS_PER_CALL = {False: 0.03, True: 0.04}
-RUN_SECONDS_PER_ROOFLINE_SECOND = {False: 50.0, True: 10.0}
-CHECK_SECONDS = 0.2
-_rates: dict[tuple[str, bool], list[float]] = {}
+#: What checking a module costs (:func:`predicted_check_seconds`): building it (per call it makes) and
+#: running it (per second its roofline cost says), as :class:`~gsl_eq.build_time.BuildRates` predict them:
+#: unoptimized, 0.004-0.045 s per call (convolutions build slowest) and 20-30 s per roofline second;
+#: optimized, 0.003-0.075 s per call and 4-6 s per roofline second, on TENSAT's graphs and the zoo's on
+#: this project's 2-core machine.
+CHECK_RATES = BuildRates(once=0.2, per_call={False: 0.03, True: 0.04}, per_roofline_second={False: 50.0, True: 10.0})
 
 
 def predicted_check_seconds(wl: Workload) -> float:
     """What checking a candidate of about ``wl``'s size is predicted to take: building and running
-    ``wl`` for the reference (unless remembered) and the candidate (see :data:`BUILD_SECONDS_PER_CALL`)."""
-    calls, seconds = wl.work()
-    optimized = wl.optimized_once()
-    one = (CHECK_SECONDS + max([BUILD_SECONDS_PER_CALL[optimized], *_rates.get(("build", optimized), [])]) * calls
-           + max([RUN_SECONDS_PER_ROOFLINE_SECOND[optimized], *_rates.get(("run", optimized), [])]) * seconds)
-    return one * (1 if wl.content_key() in _references else 2)
+    ``wl`` for the reference (unless remembered) and the candidate (:data:`CHECK_RATES`)."""
+    return CHECK_RATES.predicted(*wl.work()) * (1 if wl.content_key() in _references else 2)
 
 
 def _built_and_run(wl: Workload, inputs: dict[str, np.ndarray], once: bool = True) -> tuple[np.ndarray, ...]:
     """``wl``'s outputs on ``inputs``, from a copy built to run once (``once``: by TVM's pipeline
     without constant folding; else by the pipeline a user's build runs, for :meth:`Workload.once_target`);
-    the build and the run timed for :func:`predicted_check_seconds`."""
+    the build and the run timed for :data:`CHECK_RATES`."""
     start = time.perf_counter()
     copy = Workload(wl.mod, wl.params)
     built = copy.build(once=True) if once else copy.build(copy.once_target())
     ran = time.perf_counter()
     outputs = run(built, inputs)
-    end = time.perf_counter()
-    calls, seconds = wl.work()
-    optimized = wl.optimized_once()
-    for kind, rate in (("build", (ran - start) / max(calls, 1)), ("run", (end - ran) / max(seconds, 1e-9))):
-        _rates[kind, optimized] = [*_rates.get((kind, optimized), []), rate][-REMEMBERED_RATES:]
+    CHECK_RATES.record(*wl.work(), built=ran - start, ran=time.perf_counter() - ran)
     return outputs
 
 

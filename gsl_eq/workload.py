@@ -20,6 +20,7 @@ import copy
 import hashlib
 import itertools
 import math
+import time
 import warnings
 import weakref
 import zipfile
@@ -33,6 +34,7 @@ import tvm
 from tvm import relax
 
 from . import cpu_build
+from .build_time import BuildRates, optimized
 from .buildable import first_line, signature, why_unbuildable
 from .errors import WorkloadError
 from .graph import Graph, Kind, Node, TensorType, from_relax, to_relax
@@ -58,13 +60,12 @@ class Unfolded:
         return f"{self.op} -> {self.output} not folded: {self.reason}"
 
 
-#: A build that runs once gets LLVM's optimizations where its roofline seconds
-#: (:func:`~gsl_eq.graph.work.roofline_seconds`) pass this many per call: unoptimized code runs some 20-30 times
-#: its roofline time, optimized code 4-6 times, and optimizing adds up to 0.015 s of building per call
-#: (convolutions most), as measured on TENSAT's graphs and the zoo's on this project's 2-core machine
-#: (TENSAT's BERT checked: 2.2 s unoptimized, 0.8 s optimized; SqueezeNet: 1.5 s against 2.4 s). The
-#: product of 39 pairs of BERT's weight matrices that TASO's rules fold took 55 s unoptimized.
-OPTIMIZED_ONCE_ABOVE = 0.00075
+#: What a fold costs (:meth:`Workload.predicted_fold_seconds`): TVM builds the parameter computations into
+#: one module and runs it once. Measured on a 2-core machine: 0.07-0.1 s for a fold of one call; unoptimized,
+#: 2-10 ms of building per call (3,135 concatenations of TENSAT's weights: 6.9 s) and 5-18 ns per element of
+#: their outputs, some 20 times their roofline time; optimized (39 products of BERT's 1024x1024 weight
+#: matrices, 1.3 roofline seconds), 6 ms per call and 2-8 s per roofline second.
+FOLD_RATES = BuildRates(once=0.1, per_call={False: 2e-3, True: 0.01}, per_roofline_second={False: 50.0, True: 10.0})
 
 
 class Workload:
@@ -200,22 +201,20 @@ class Workload:
     def once_target(self, target: str | dict = "llvm") -> dict:
         """``target`` for a build that runs once and is then dropped (a fold, a check): without LLVM's
         optimizations, most of a build's time, unless running unoptimized code would cost more
-        (:data:`OPTIMIZED_ONCE_ABOVE`: a product of two weight matrices folded, a large network checked)."""
+        (:func:`~gsl_eq.build_time.optimized`: a product of two weight matrices folded, a large network checked)."""
         exported = tvm.target.Target(target).export()
         return exported if self.optimized_once() else {**exported, "opt-level": 0}
 
     def optimized_once(self) -> bool:
         """Whether a build that runs once gets LLVM's optimizations (:meth:`once_target`)."""
-        calls, seconds = self.work()
-        return seconds > OPTIMIZED_ONCE_ABOVE * calls
+        return optimized(*self.work())
 
     def work(self) -> tuple[int, float]:
         """The module's op calls and their roofline seconds (:func:`~gsl_eq.graph.work.roofline_seconds`):
         what building and running it takes grows with (computed once: a workload does not change)."""
         if self._work is None:
             calls = [n for n in self._graph.rpo() if n.kind is Kind.CALL]
-            self._work = len(calls), sum(roofline_seconds(n.op, n.attrs, [i.type for i in n.inputs], n.type)
-                                         for n in calls)
+            self._work = len(calls), _roofline(calls)
         return self._work
 
     def build(self, target: str | dict = "llvm", schedules: "ScheduleDatabase | None" = None,
@@ -342,10 +341,15 @@ class Workload:
         return self._with_params(self._param_vars(frontier)) if frontier else self._graph
 
     def fold_calls(self) -> list[Node]:
-        """The calls :meth:`fold_params` would compute (children first; none when nothing folds):
-        what folding costs grows with them and their outputs' sizes."""
+        """The calls :meth:`fold_params` would compute (children first; none when nothing folds)."""
         frontier = self._fold_frontier()
         return _calls(self._param_inputs(), frontier) if frontier else []
+
+    def predicted_fold_seconds(self) -> float:
+        """The seconds :meth:`fold_params` is predicted to take (:data:`FOLD_RATES`; 0 when nothing folds):
+        a fold may compute products of large weight matrices, so it is kept within a time limit."""
+        calls = self.fold_calls()
+        return FOLD_RATES.predicted(len(calls), _roofline(calls)) if calls else 0.0
 
     def _param_inputs(self) -> list[Node]:
         """The graph's inputs that are parameters."""
@@ -508,7 +512,13 @@ class _Folder:
         reads = {v for v in Graph(self.params, nodes).rpo() if v.kind is Kind.VAR}
         params = [v for v in self.params if v in reads]
         module = to_relax(Graph(params, nodes, returns_tuple=True))
-        return list(Workload(module, {v.name: self.wl.params[v.name] for v in params}).build(once=True)())
+        fold = Workload(module, {v.name: self.wl.params[v.name] for v in params})
+        start = time.perf_counter()
+        fold.build(once=True)
+        built = time.perf_counter()
+        values = list(fold())
+        FOLD_RATES.record(*fold.work(), built=built - start, ran=time.perf_counter() - built)
+        return values
 
     def _batch(self, nodes: list[Node]) -> None:
         nodes = [n for n in nodes if n not in self.values]
@@ -626,6 +636,11 @@ def _emit_dag(bb: relax.BlockBuilder, order: list[Any]) -> Any:
 
 def _becomes_param(node: Node) -> bool:
     return node.kind in (Kind.CALL, Kind.GETITEM) and isinstance(node.type, TensorType)
+
+
+def _roofline(calls: Iterable[Node]) -> float:
+    """The roofline seconds of ``calls`` (:func:`~gsl_eq.graph.work.roofline_seconds`)."""
+    return sum(roofline_seconds(n.op, n.attrs, [i.type for i in n.inputs], n.type) for n in calls)
 
 
 def _calls(params: list[Node], frontier: list[Node]) -> list[Node]:

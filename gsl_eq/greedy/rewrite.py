@@ -388,31 +388,13 @@ def rewrite_graph(
 
 def to_workload(graph: Graph, wl: Workload, fold_params: bool, deadline: float | None = None) -> Workload:
     """The workload of a rewritten graph: parameters no longer read are dropped, then folded if
-    asked, and if the fold is predicted to end before ``deadline`` (:func:`fold_seconds`)."""
+    asked, and if the fold is predicted to end before ``deadline`` (:meth:`~gsl_eq.workload.Workload.predicted_fold_seconds`)."""
     reachable = set(graph.rpo())
     inputs = [v for v in graph.inputs if v.name not in wl.params or v in reachable]
     result = Workload.from_graph(Graph(inputs, graph.outputs, graph.returns_tuple), wl.params)
-    if not fold_params or (deadline is not None and time.perf_counter() + fold_seconds(result) > deadline):
+    if not fold_params or (deadline is not None and time.perf_counter() + result.predicted_fold_seconds() > deadline):
         return result
     return result.fold_params()
-
-
-#: A fold's predicted seconds: once, per call it computes, per element of the calls' outputs (TVM
-#: builds them into one module and runs it once). Measured on a 2-core machine, folds of TENSAT's
-#: graphs' merged kernels and concatenated weights: 0.07-0.1 s for one call; 2-10 ms per call
-#: (3,135 calls: 6.9 s, 540: 5.9 s); 5-18 ns per output element (a fold of 166 million: 3 s).
-FOLD_SECONDS = (0.1, 2e-3, 10e-9)
-
-
-def fold_seconds(wl: Workload) -> float:
-    """The seconds :meth:`~gsl_eq.workload.Workload.fold_params` is predicted to take on ``wl``
-    (:data:`FOLD_SECONDS`; 0 when nothing folds)."""
-    calls = wl.fold_calls()
-    if not calls:
-        return 0.0
-    once, per_call, per_element = FOLD_SECONDS
-    elements = sum(math.prod(n.type.shape) for n in calls if isinstance(n.type, TensorType))
-    return once + per_call * len(calls) + per_element * elements
 
 
 def rewrite(
@@ -476,10 +458,10 @@ def greedy(
     a pass never grows the graph past ``node_limit`` nodes (it applies the matches
     that fit, then greedy stops); no pass starts and no match is taken after
     ``time_limit`` seconds less the time the graph takes to become a workload
-    (:data:`CONVERT_SECONDS_PER_NODE`), nor is a fold predicted to end past it (:func:`fold_seconds`):
+    (:data:`CONVERT_SECONDS_PER_NODE`), nor is a fold predicted to end past it (:meth:`~gsl_eq.workload.Workload.predicted_fold_seconds`):
     the graph of such a rule is returned, or rewritten further, with its parameter computations
     unfolded (:meth:`~gsl_eq.workload.Workload.fold_params` folds them: ``optimize`` does, as its
-    final build, for a result it returns).
+    final build, for a result it returns, if the fold is predicted to end within its time limit).
     ``stop_reason`` says which limit stopped it, ``saturated`` when no rule
     matched any more, or ``cycle`` when a round ended on a graph the input or an earlier
     round was (rules that undo one another; a rule's passes that come back to a graph an

@@ -112,9 +112,9 @@ def test_optimize_keeps_its_time_limit_on_explosive_growth():
     wall = time.perf_counter() - start
     report = result.report
     assert report.stop_reason == "time limit"
-    after = report.timings["final build"] + report.timings.get("release", 0.0)  # the check is within
+    after = report.timings.get("release", 0.0)  # the final build and the check are within
     assert wall - after <= 1.1 * limit
-    assert {"fold", "compile", "load", "saturate", "extract", "attribute", "rebuild", "final build"} <= set(report.timings)
+    assert {"fold", "compile", "load", "saturate", "extract", "attribute", "rebuild"} <= set(report.timings)
     assert report.extraction_budget >= 0.2 * limit * 0.9
     assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-5)
 
@@ -255,7 +255,7 @@ def test_optimize_keeps_its_time_limit_where_a_lifted_ban_meets_regrouped_sums(s
     result = optimize(wl, rule_set("tensat+default"), mode="saturate", cost="gpu", time_limit=limit)
     wall = time.perf_counter() - start
     report = result.report
-    after = report.timings["final build"] + report.timings.get("release", 0.0)  # the check is within
+    after = report.timings.get("release", 0.0)  # the final build and the check are within
     assert wall - after <= 1.1 * limit
     assert report.cost_after < report.cost_before
     same_outputs(wl, result.workload)

@@ -149,6 +149,7 @@ def test_the_check_is_predicted_from_the_checks_timed_and_left_time_within_the_l
     """The check is part of time_limit: predicted from the input's calls (building) and roofline cost
     (running) at the slowest of the rates timed last and the defaults, once for the result when the input's
     reference is remembered, twice when it must be built too."""
+    import dataclasses
     import importlib
     import time
     from collections import OrderedDict
@@ -157,14 +158,15 @@ def test_the_check_is_predicted_from_the_checks_timed_and_left_time_within_the_l
 
     for memory in ("_references", "_verdicts"):  # nothing remembered from another test
         monkeypatch.setattr(verify, memory, OrderedDict())
-    monkeypatch.setattr(verify, "_rates", {})
+    monkeypatch.setattr(verify, "CHECK_RATES", dataclasses.replace(verify.CHECK_RATES, timed={}))
+    defaults = verify.CHECK_RATES
     wl = models.bert_encoder(layers=1, seq=8, dim=32, heads=2, ffn=64).fold_params()
     calls, seconds = wl.work()
     assert calls == sum(wl.graph.op_counts().values()) and seconds == pytest.approx(graph_cost(wl.graph, Roofline()))
     assert not wl.optimized_once()  # a small model: checked as built without LLVM's optimizations
     fresh = verify.predicted_check_seconds(wl)
-    assert fresh == pytest.approx(2 * (verify.CHECK_SECONDS + verify.BUILD_SECONDS_PER_CALL[False] * calls
-                                       + verify.RUN_SECONDS_PER_ROOFLINE_SECOND[False] * seconds))
+    assert fresh == pytest.approx(2 * (defaults.once + defaults.per_call[False] * calls
+                                       + defaults.per_roofline_second[False] * seconds))
     limit = 30.0
     start = time.perf_counter()
     result = optimize(wl, rules.default() + rules.algebraic(), time_limit=limit)
@@ -174,14 +176,34 @@ def test_the_check_is_predicted_from_the_checks_timed_and_left_time_within_the_l
     assert wall - report.timings.get("release", 0.0) <= 1.1 * limit
     optimize_module = importlib.import_module("gsl_eq.optimize")
     assert report.check_reserve == pytest.approx(min(fresh, optimize_module.CHECK_SHARE * limit))
-    rates = verify._rates
+    rates = verify.CHECK_RATES.timed
     assert set(rates) == {("build", False), ("run", False)}
     assert len(rates["build", False]) == len(rates["run", False]) == 2  # the reference's build and run, the result's
     remembered = verify.predicted_check_seconds(wl)  # the reference is remembered: the result's alone
-    build = max([verify.BUILD_SECONDS_PER_CALL[False], *rates["build", False]])
-    run = max([verify.RUN_SECONDS_PER_ROOFLINE_SECOND[False], *rates["run", False]])
-    assert remembered == pytest.approx(verify.CHECK_SECONDS + build * calls + run * seconds)
+    build = max([defaults.per_call[False], *rates["build", False]])
+    run = max([defaults.per_roofline_second[False], *rates["run", False]])
+    assert remembered == pytest.approx(defaults.once + build * calls + run * seconds)
     monkeypatch.setattr(verify, "_references", OrderedDict())  # forgotten: the reference's check again
     assert verify.predicted_check_seconds(wl) == pytest.approx(2 * remembered)
     # the check built a copy of the result: its user builds it as they choose
     assert result.workload._vm is None
+
+
+def test_a_fold_predicted_past_the_time_limit_is_not_begun_and_the_call_ends_within_it():
+    """TASO's rules merge TENSAT's BERT's matrix products into products of weight matrices, whose fold
+    took 11 s against a search of 0.5 s: a result whose fold is predicted to end past the time limit is
+    not folded, nor checked, and the input is returned within the limit."""
+    import time
+
+    from gsl_eq import models
+
+    wl = models.tensat_model("bert")
+    start = time.perf_counter()
+    result = optimize(wl, rules.tensat() + rules.default(), cost="gpu", time_limit=3.0, multi_iterations=1)
+    assert time.perf_counter() - start < 3.0
+    report = result.report
+    assert report.applications and report.input_returned and result.workload is result.input
+    assert "final build" not in report.timings and report.timings["check"] < 0.05  # not even the reference built
+    (note,) = [n for n in report.notes if n.startswith("folding the result's parameter computations")]
+    predicted = float(note.split("is predicted to take ")[1].split(" s")[0])
+    assert predicted > 3.0 and "past the time limit" in note

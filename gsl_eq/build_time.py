@@ -1,0 +1,60 @@
+"""How long building a module and running it once takes (a fold of parameter computations, a check of a
+result), predicted before it is done so that it can be kept within a time limit.
+
+Both grow with the module's op calls (building) and with their roofline seconds
+(:func:`~gsl_eq.graph.work.roofline_seconds`, running). A build that runs once gets LLVM's
+optimizations only where running unoptimized code would cost more than optimizing it (:func:`optimized`).
+Each kind of build has its own :class:`BuildRates`, which learns from the builds timed in this process:
+
+    rates = BuildRates(once=0.1, per_call={False: 0.002, True: 0.01}, per_roofline_second={False: 50, True: 10})
+    seconds = rates.predicted(calls=23, roofline=1.3)
+    rates.record(23, 1.3, built=0.13, ran=2.4)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: A build that runs once gets LLVM's optimizations where its roofline seconds pass this many per call:
+#: unoptimized code runs some 20-30 times its roofline time, optimized code 4-6 times, and optimizing adds
+#: up to 0.015 s of building per call (convolutions most), as measured on TENSAT's graphs and the zoo's on
+#: this project's 2-core machine (TENSAT's BERT checked: 2.2 s unoptimized, 0.8 s optimized; SqueezeNet:
+#: 1.5 s against 2.4 s). The product of 39 pairs of BERT's weight matrices that TASO's rules fold took
+#: 55 s unoptimized, 11 s optimized.
+OPTIMIZED_ONCE_ABOVE = 0.00075
+#: How many timed rates of each kind are remembered.
+REMEMBERED_RATES = 8
+
+
+def optimized(calls: int, roofline: float) -> bool:
+    """Whether a build of ``calls`` op calls taking ``roofline`` seconds by the roofline, to run once,
+    gets LLVM's optimizations (:data:`OPTIMIZED_ONCE_ABOVE`)."""
+    return roofline > OPTIMIZED_ONCE_ABOVE * calls
+
+
+@dataclass
+class BuildRates:
+    """What one kind of build that runs once costs: ``once`` seconds, then per op call (building) and per
+    roofline second (running), each by whether it is optimized (:func:`optimized`). A prediction takes the
+    slowest of these rates and of the last few timed (:meth:`record`): rates vary with the ops (a BERT's
+    alone left a ResNeXt's check half its time), so the ones given are the slowest seen, and only slower
+    timings raise them."""
+
+    once: float
+    per_call: dict[bool, float]
+    per_roofline_second: dict[bool, float]
+    timed: dict[tuple[str, bool], list[float]] = field(default_factory=dict)
+
+    def predicted(self, calls: int, roofline: float) -> float:
+        """The seconds building and running once a module of ``calls`` op calls is predicted to take."""
+        fast = optimized(calls, roofline)
+        build = max([self.per_call[fast], *self.timed.get(("build", fast), [])])
+        run = max([self.per_roofline_second[fast], *self.timed.get(("run", fast), [])])
+        return self.once + build * calls + run * roofline
+
+    def record(self, calls: int, roofline: float, built: float, ran: float) -> None:
+        """Remember a timed build (``built`` seconds, ``once`` of them its own) and run (``ran``) of such a
+        module: a fold of one call is mostly what any build costs, not what a call does."""
+        fast = optimized(calls, roofline)
+        for kind, rate in (("build", max(built - self.once, 0.0) / max(calls, 1)), ("run", ran / max(roofline, 1e-9))):
+            self.timed[kind, fast] = [*self.timed.get((kind, fast), []), rate][-REMEMBERED_RATES:]
