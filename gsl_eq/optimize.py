@@ -507,8 +507,9 @@ def _checked(options: Iterable[Alternative], before: float, model: CostModel, re
     (:mod:`gsl_eq.verify`), folded (:func:`_final_build`), or None for the input; each one that fails is in
     ``report.fallbacks``. Past ``deadline`` no further option is tried, and none is folded whose fold is
     predicted (:meth:`~gsl_eq.workload.Workload.predicted_fold_seconds`) to take longer than the time kept for
-    it (``report.fold_reserve``) and to end past ``deadline`` less the check's reserve (TASO's rules fold
-    products of weight matrices, 11 s for TENSAT's BERT): the input is returned.
+    it (``report.fold_reserve``) and to end past ``deadline`` less the check's time, as the reference's took
+    (:meth:`~gsl_eq.verify.Reference.predicted_check_seconds`; TASO's rules fold products of weight matrices,
+    11 s for TENSAT's BERT): the input is returned.
     ``reference`` gives what the options are checked against, made when the first is checked."""
     remaining = iter(options)
     while True:
@@ -522,12 +523,13 @@ def _checked(options: Iterable[Alternative], before: float, model: CostModel, re
             break
         if option.label != "result" and graph_cost(option.workload.folded_graph(), model) >= before * (1 - 1e-9):
             continue
-        folding, left = option.workload.predicted_fold_seconds(), deadline - report.check_reserve - time.perf_counter()
+        checking = reference().predicted_check_seconds()
+        folding, left = option.workload.predicted_fold_seconds(), deadline - checking - time.perf_counter()
         if folding > max(left, report.fold_reserve):
             report.notes.append(f"folding the {option.label}'s parameter computations ({len(option.workload.fold_calls())} "
                                 f"calls) is predicted to take {folding:.1f} s, past the time limit ({max(left, 0.0):.1f} "
-                                f"s left before the check; a limit of {report.time_limit + folding - left:.0f} s would "
-                                "leave room for it): the input is returned")
+                                f"s left before the check; a limit of {math.ceil(report.time_limit + folding - left)} s "
+                                "would leave room for it): the input is returned")
             return None
         option = option._replace(workload=_final_build(option.workload, report.timings))
         reason = reference().mismatch(option.workload)

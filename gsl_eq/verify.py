@@ -43,6 +43,8 @@ class Reference:
 
     #: The workload's content key (:meth:`Workload.content_key`): verdicts are remembered under it.
     key: tuple = ()
+    #: The seconds computing the outputs took (building and running).
+    seconds: float = 0.0
 
     @staticmethod
     def of(wl: Workload) -> "Reference":
@@ -52,8 +54,9 @@ class Reference:
         greedy orderings of one workload share one."""
         key = wl.content_key()
         if key not in _references:
+            start = time.perf_counter()
             _references[key] = Reference._compute(wl)
-            _references[key].key = key
+            _references[key].key, _references[key].seconds = key, time.perf_counter() - start
             while len(_references) > REMEMBERED_REFERENCES:
                 _references.popitem(last=False)
         _references.move_to_end(key)
@@ -77,6 +80,12 @@ class Reference:
         except WorkloadError as error:
             return Reference(inputs, None, "none", f"TVM cannot build the input ({first}), nor legalized "
                                                    f"({_first_line(error)})")
+
+    def predicted_check_seconds(self) -> float:
+        """What checking a rewrite of the reference's workload is predicted to take: what computing the
+        reference took, with a margin (:data:`CHECK_MARGIN`); closer than :func:`predicted_check_seconds`,
+        whose default rates are the slowest seen on any model and machine."""
+        return CHECK_MARGIN * self.seconds
 
     def mismatch(self, candidate: Workload) -> str | None:
         """Why ``candidate`` fails the check (it does not build, run, or compute the reference's
@@ -116,6 +125,10 @@ _verdicts: OrderedDict[tuple, str | None] = OrderedDict()
 #: unoptimized, 0.004-0.045 s per call (convolutions build slowest) and 20-30 s per roofline second;
 #: optimized, 0.003-0.075 s per call and 4-6 s per roofline second, on TENSAT's graphs and the zoo's on
 #: this project's 2-core machine.
+#: A rewrite's check is predicted at this many times its reference's (:meth:`Reference.predicted_check_seconds`):
+#: a result's calls and build differ from its input's (TENSAT's BERT: its reference 0.32 s, the check of its
+#: result under TASO's rules 0.35 s).
+CHECK_MARGIN = 1.5
 CHECK_RATES = BuildRates(once=0.2, per_call={False: 0.03, True: 0.04}, per_roofline_second={False: 50.0, True: 10.0})
 
 
