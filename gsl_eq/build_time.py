@@ -1,10 +1,10 @@
-"""How long building a module and running it once takes (a fold of parameter computations, a check of a
-result), predicted before it is done so that it can be kept within a time limit.
+"""How long building a module and running it once takes (a fold of parameter computations), predicted
+before it is done so that it can be kept within a time limit.
 
-Both grow with the module's op calls (building) and with their roofline seconds
-(:func:`~gsl_eq.graph.work.roofline_seconds`, running). A build that runs once gets LLVM's
+It grows with the module's op calls (building) and with their roofline seconds
+(:func:`~gsl_eq.graph.work.roofline_seconds`, running). A build that runs once (a fold, a check) gets LLVM's
 optimizations only where running unoptimized code would cost more than optimizing it (:func:`optimized`).
-Each kind of build has its own :class:`BuildRates`, which learns from the builds timed in this process:
+:class:`BuildRates` learns from the builds timed in this process:
 
     rates = BuildRates(once=0.1, per_call={False: 0.002, True: 0.01}, per_roofline_second={False: 50, True: 10})
     seconds = rates.predicted(calls=23, roofline=1.3)

@@ -38,7 +38,7 @@ from .graph import Graph, Kind, Node
 from .graph.work import roofline_seconds
 from .greedy.rewrite import greedy, to_workload
 from .limits import callers_heap_frozen, check_count, check_seconds
-from .verify import Reference, predicted_check_seconds
+from .verify import Reference
 from .workload import FOLD_RATES, FoldWarning, Workload
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ CYCLES = ("keep", "filter")
 
 #: The share of ``time_limit`` saturation leaves to extraction.
 EXTRACTION_SHARE = 0.2
-#: The most of ``time_limit`` the check of the result is left (:func:`~gsl_eq.verify.predicted_check_seconds`):
+#: The most of ``time_limit`` the check of the result is left (:meth:`~gsl_eq.verify.Reference.predicted_check_seconds`):
 #: under a limit shorter than twice its prediction, the check may end past the limit.
 CHECK_SHARE = 0.5
 #: The most of ``time_limit`` kept for folding the result's parameter computations (:func:`_fold_reserve`).
@@ -132,7 +132,7 @@ class OptimizeReport:
     greedy_dag_cost: float | None = None  # the greedy DAG extractor's, which warm-starts the ILP
     greedy_dag_time: float | None = None
     time_limit: float | None = None
-    check_reserve: float = 0.0  # seconds of time_limit left for checking the result (predicted)
+    check_reserve: float = 0.0  # seconds of time_limit left for checking the result (as the reference took)
     fold_reserve: float = 0.0  # seconds of time_limit kept for folding the result's parameter computations
     extraction_budget: float | None = None  # seconds left for extraction and rebuilding when saturation stopped
     stop_reason: str | None = None
@@ -321,9 +321,10 @@ def optimize(
     computations (the final build) and checking the result share it. A result whose fold is predicted
     to end past the limit is not folded and the input is returned (TASO's rules fold products of weight
     matrices: :meth:`~gsl_eq.workload.Workload.predicted_fold_seconds`; the notes say so, and which
-    limit would do). The check is predicted from the input's calls and roofline cost and the checks timed
-    before in this process (:func:`~gsl_eq.verify.predicted_check_seconds`; ``report.check_reserve``), up to
-    :data:`CHECK_SHARE` of the limit, and the rest is the search's. Saturation leaves extraction
+    limit would do). The input's own outputs, which the result's are compared with, are computed first
+    (``report.timings["reference"]``), and the result's check is predicted from what that took
+    (:meth:`~gsl_eq.verify.Reference.predicted_check_seconds`; ``report.check_reserve``), up to
+    :data:`CHECK_SHARE` of the limit; the rest is the search's. Saturation leaves extraction
     :data:`EXTRACTION_SHARE` of it plus what the e-graph's size needs; the ILP gets
     at most ``ilp_time_limit`` of what is left. ``report.timings`` has each phase (``price``:
     pricing the input and the e-graph under the cost model). A cost
@@ -389,12 +390,17 @@ def optimize(
     before = graph_cost(wl.graph, model)
     timings["price"] = time.perf_counter() - t
     measuring = timings["price"] if model.name in MEASURING else 0.0  # outside time_limit, as documented
-    checking = min(predicted_check_seconds(wl), CHECK_SHARE * time_limit)
-    folding = min(_fold_reserve(wl), FOLD_SHARE * time_limit)
-    deadline, budget = start + measuring + time_limit - checking - folding, time_limit - checking - folding
     report = OptimizeReport(mode, model.name, before, before, _calls(wl.graph), _calls(wl.graph), timings,
                             [r.name for r in rule_list], cost_unit=cost_unit(model), time_limit=time_limit)
     report.notes += [f"input: {unfolded} (TVM cannot build it; it stays a computation)" for unfolded in wl.unfolded]
+    # the reference first: the result's check is predicted from its time, far closer than from rates alone
+    # (the slowest seen on any model), which left short limits' searches half the limit for checks of a second
+    t = time.perf_counter()
+    reference = _reference(wl, report)
+    timings["reference"] = time.perf_counter() - t
+    checking = min(reference.predicted_check_seconds(), CHECK_SHARE * time_limit)
+    folding = min(_fold_reserve(wl), FOLD_SHARE * time_limit)
+    deadline, budget = start + measuring + time_limit - checking - folding, time_limit - checking - folding
     report.check_reserve, report.fold_reserve = checking, folding
     greedy_origins: dict[Node, frozenset[str]] = {}
     if mode == "greedy":
@@ -425,7 +431,7 @@ def optimize(
     # With measured selection TVM's time decides instead.
     if select == "measured":
         chosen = _select_measured(wl, itertools.chain([Alternative("result", out, report.rules_used)], others),
-                                  candidates, schedules, model, _reference(wl, report), report)
+                                  candidates, schedules, model, reference, report)
     elif not report.applications and report.cost_after >= before * (1 - 1e-9):
         chosen = None
         report.notes.append("no rule rewrote anything: the input is returned")
@@ -437,8 +443,7 @@ def optimize(
         t, built = time.perf_counter(), timings.get("final build", 0.0)
         measuring = timings["price"] if model.name in MEASURING else 0.0  # the e-graph's pricing too
         chosen = _checked(itertools.chain([Alternative("result", out, report.rules_used)], others), before, model,
-                          functools.cache(functools.partial(_reference, wl, report)), report,
-                          start + measuring + time_limit)
+                          reference, report, start + measuring + time_limit)
         timings["check"] = time.perf_counter() - t - (timings.get("final build", 0.0) - built)
     t = time.perf_counter()
     del others  # the last reference to the e-graph: egglog frees its tables and indexes (0.5 s for TASO's rules at 20k e-nodes)
@@ -501,7 +506,7 @@ def _reference(wl: Workload, report: OptimizeReport) -> Reference:
     return reference
 
 
-def _checked(options: Iterable[Alternative], before: float, model: CostModel, reference: Callable[[], Reference],
+def _checked(options: Iterable[Alternative], before: float, model: CostModel, reference: Reference,
              report: OptimizeReport, deadline: float = math.inf) -> Alternative | None:
     """The first of ``options`` that costs less than the input (``before``) and passes the check
     (:mod:`gsl_eq.verify`), folded (:func:`_final_build`), or None for the input; each one that fails is in
@@ -509,8 +514,7 @@ def _checked(options: Iterable[Alternative], before: float, model: CostModel, re
     predicted (:meth:`~gsl_eq.workload.Workload.predicted_fold_seconds`) to take longer than the time kept for
     it (``report.fold_reserve``) and to end past ``deadline`` less the check's time, as the reference's took
     (:meth:`~gsl_eq.verify.Reference.predicted_check_seconds`; TASO's rules fold products of weight matrices,
-    11 s for TENSAT's BERT): the input is returned.
-    ``reference`` gives what the options are checked against, made when the first is checked."""
+    11 s for TENSAT's BERT): the input is returned."""
     remaining = iter(options)
     while True:
         if report.fallbacks and time.perf_counter() >= deadline:  # before making the next option, too
@@ -523,7 +527,7 @@ def _checked(options: Iterable[Alternative], before: float, model: CostModel, re
             break
         if option.label != "result" and graph_cost(option.workload.folded_graph(), model) >= before * (1 - 1e-9):
             continue
-        checking = reference().predicted_check_seconds()
+        checking = reference.predicted_check_seconds()
         folding, left = option.workload.predicted_fold_seconds(), deadline - checking - time.perf_counter()
         if folding > max(left, report.fold_reserve):
             report.notes.append(f"folding the {option.label}'s parameter computations ({len(option.workload.fold_calls())} "
@@ -532,7 +536,7 @@ def _checked(options: Iterable[Alternative], before: float, model: CostModel, re
                                 "would leave room for it): the input is returned")
             return None
         option = option._replace(workload=_final_build(option.workload, report.timings))
-        reason = reference().mismatch(option.workload)
+        reason = reference.mismatch(option.workload)
         if reason is None:
             if report.fallbacks:
                 report.notes.append(f"the result failed the check ({report.fallbacks[0]}): {option.label} is "

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .build_time import BuildRates
 from .errors import WorkloadError
 from .workload import Workload
 
@@ -83,8 +82,7 @@ class Reference:
 
     def predicted_check_seconds(self) -> float:
         """What checking a rewrite of the reference's workload is predicted to take: what computing the
-        reference took, with a margin (:data:`CHECK_MARGIN`); closer than :func:`predicted_check_seconds`,
-        whose default rates are the slowest seen on any model and machine."""
+        reference took, with a margin (:data:`CHECK_MARGIN`)."""
         return CHECK_MARGIN * self.seconds
 
     def mismatch(self, candidate: Workload) -> str | None:
@@ -120,35 +118,17 @@ _references: OrderedDict[tuple, Reference] = OrderedDict()
 _verdicts: OrderedDict[tuple, str | None] = OrderedDict()
 
 
-#: What checking a module costs (:func:`predicted_check_seconds`): building it (per call it makes) and
-#: running it (per second its roofline cost says), as :class:`~gsl_eq.build_time.BuildRates` predict them:
-#: unoptimized, 0.004-0.045 s per call (convolutions build slowest) and 20-30 s per roofline second;
-#: optimized, 0.003-0.075 s per call and 4-6 s per roofline second, on TENSAT's graphs and the zoo's on
-#: this project's 2-core machine.
-#: A rewrite's check is predicted at this many times its reference's (:meth:`Reference.predicted_check_seconds`):
-#: a result's calls and build differ from its input's (TENSAT's BERT: its reference 0.32 s, the check of its
-#: result under TASO's rules 0.35 s).
+#: A rewrite's check is predicted at this many times what computing its reference took
+#: (:meth:`Reference.predicted_check_seconds`): a result's calls and build differ from its input's (TENSAT's
+#: BERT: its reference 0.32 s, the check of its result under TASO's rules 0.35 s).
 CHECK_MARGIN = 1.5
-CHECK_RATES = BuildRates(once=0.2, per_call={False: 0.03, True: 0.04}, per_roofline_second={False: 50.0, True: 10.0})
-
-
-def predicted_check_seconds(wl: Workload) -> float:
-    """What checking a candidate of about ``wl``'s size is predicted to take: building and running
-    ``wl`` for the reference (unless remembered) and the candidate (:data:`CHECK_RATES`)."""
-    return CHECK_RATES.predicted(*wl.work()) * (1 if wl.content_key() in _references else 2)
 
 
 def _built_and_run(wl: Workload, inputs: dict[str, np.ndarray], once: bool = True) -> tuple[np.ndarray, ...]:
     """``wl``'s outputs on ``inputs``, from a copy built to run once (``once``: by TVM's pipeline
-    without constant folding; else by the pipeline a user's build runs, for :meth:`Workload.once_target`);
-    the build and the run timed for :data:`CHECK_RATES`."""
-    start = time.perf_counter()
+    without constant folding; else by the pipeline a user's build runs, for :meth:`Workload.once_target`)."""
     copy = Workload(wl.mod, wl.params)
-    built = copy.build(once=True) if once else copy.build(copy.once_target())
-    ran = time.perf_counter()
-    outputs = run(built, inputs)
-    CHECK_RATES.record(*wl.work(), built=ran - start, ran=time.perf_counter() - ran)
-    return outputs
+    return run(copy.build(once=True) if once else copy.build(copy.once_target()), inputs)
 
 
 def run(wl: Workload, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:

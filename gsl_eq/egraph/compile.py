@@ -472,6 +472,7 @@ class Query:
             return ("n", created[node])
 
         unions = tuple((slot_of[o], ref(b)) for o, b in zip(m.outputs, built) if b is not o)
+        del ref  # the recursive closure is a cycle holding the e-graph: only the cycle collector would free it
         read = {i for _, _, children in shape for kind, i in children if kind == "s"} | {i for i, _ in unions}
         if not read <= set(self.kept):
             raise UnsupportedRuleError(f"rule {self.rule.name}: its target reads source nodes saturate mode did not keep")
