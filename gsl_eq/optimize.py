@@ -693,6 +693,7 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
         else:
             report.rules_used = _rule_names(rule_list, used)
     timings["attribute"] = time.perf_counter() - t
+
     def others() -> Iterator[Alternative]:
         seen = [choice]
 
