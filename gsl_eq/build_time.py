@@ -36,8 +36,8 @@ def optimized(calls: int, roofline: float) -> bool:
 class BuildRates:
     """What one kind of build that runs once costs: ``once`` seconds, then per op call (building) and per
     roofline second (running), each by whether it is optimized (:func:`optimized`). A prediction takes the
-    slowest of these rates and of the last few timed (:meth:`record`): rates vary with the ops (a BERT's
-    alone left a ResNeXt's check half its time), so the ones given are the slowest seen, and only slower
+    slowest of these rates and of the last few timed (:meth:`record`): rates vary with the ops (a ResNeXt's check
+    predicted from a BERT's rates alone was given half its time), so the ones given are the slowest seen, and only slower
     timings raise them."""
 
     once: float
