@@ -135,6 +135,7 @@ class OptimizeReport:
     check_reserve: float = 0.0  # seconds of time_limit left for checking the result (as the reference took)
     fold_reserve: float = 0.0  # seconds of time_limit kept for folding the result's parameter computations
     extraction_budget: float | None = None  # seconds left for extraction and rebuilding when saturation stopped
+    starved: bool = False  # the reference and the time kept for the check, the final build and extraction took the limit
     stop_reason: str | None = None
     enodes: int | None = None
     eclasses: int | None = None
@@ -402,6 +403,13 @@ def optimize(
     folding = min(_fold_reserve(wl), FOLD_SHARE * time_limit)
     deadline, budget = start + measuring + time_limit - checking - folding, time_limit - checking - folding
     report.check_reserve, report.fold_reserve = checking, folding
+    search_end = deadline - (EXTRACTION_SHARE * time_limit if mode == "saturate" else 0.0)
+    report.starved = time.perf_counter() >= search_end
+    if report.starved:
+        report.notes.append(f"no time was left for the search: the input's reference outputs took "
+                            f"{timings['reference']:.1f} s of the {time_limit:g} s limit, and {checking:.1f} s of it "
+                            f"are kept for checking the result, {folding:.1f} s for its final build"
+                            + (f", {EXTRACTION_SHARE * time_limit:.1f} s for extraction" if mode == "saturate" else ""))
     greedy_origins: dict[Node, frozenset[str]] = {}
     if mode == "greedy":
         runnable = _greedy_runnable(rule_list, report)
@@ -417,7 +425,7 @@ def optimize(
         if result.stop_reason is StopReason.CYCLE:
             report.notes.append(f"greedy rewriting stopped after {result.rounds} rounds ({result.passes} passes): "
                                 "its rules came back to a graph they had made before (rules that undo one another)")
-        elif not result.converged:
+        elif not result.converged and not report.starved:
             report.notes.append(f"greedy rewriting stopped at the {result.stop_reason.value} after "
                                 f"{result.rounds} rounds ({result.passes} passes)")
         others: Iterator[Alternative] = iter(())
@@ -631,7 +639,7 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
                     extraction_reserve=EXTRACTION_SECONDS_PER_ENODE + ATTRIBUTION_SECONDS_PER_ENODE,
                     multi_iterations=multi_iterations, deadline=deadline - EXTRACTION_SHARE * time_limit)
     timings["load"] = runner.report.load_time
-    if runner.report.uncompiled:
+    if runner.report.uncompiled and not report.starved:
         report.notes.append(f"compiling the rules reached the time limit: {len(runner.report.uncompiled)} of "
                             f"{len(rule_list)} were not compiled and never searched")
     run = runner.run(deadline=deadline - EXTRACTION_SHARE * time_limit)
@@ -643,7 +651,7 @@ def _saturate(wl: Workload, rule_list: list[Subst], model: CostModel, extractor:
     t = time.perf_counter()
     report.extraction_budget = deadline - t
     late = run.iterations[-1].late if run.iterations and run.stop_reason is StopReason.TIME_LIMIT else []
-    if late:
+    if late and not report.starved:
         report.notes.append(f"saturation stopped after {run.total_time:.1f} s, {deadline - t:.1f} s of the time limit left: "
                             f"searching {', '.join(late)} again is predicted to take longer than that (an egglog "
                             "search cannot be stopped once begun), and no other rule had anything left to do")

@@ -11,6 +11,7 @@ from gsl_eq.graph import TensorType
 from gsl_eq.graph.ops import freeze, infer
 from gsl_eq.verify import Reference, compare
 from gsl_eq.extract import Roofline, graph_cost
+from tests.conftest import assert_same_outputs
 
 R = relax.op
 
@@ -177,6 +178,42 @@ def test_the_check_is_predicted_from_the_reference_computed_first_within_the_lim
     assert report.timings["check"] < 3 * report.check_reserve  # the prediction is close
     # the check built a copy of the result: its user builds it as they choose
     assert result.workload._vm is None
+
+
+@pytest.mark.parametrize("mode", ["saturate", "greedy"])
+def test_a_reference_that_takes_the_limit_leaves_no_search_and_says_so(monkeypatch, mode):
+    """A model TVM builds slowly (a NasNet-A with batch norms at 32 px: 4.7 s for its reference) under a
+    short limit: the reference and the time kept for the check and the final build take the whole limit,
+    so nothing is searched, one note says why in those terms (not a stop of -1.5 s, nor rules
+    "not compiled"), and the call still ends within the limit, its result equal to the input."""
+    import time
+    from collections import OrderedDict
+
+    from gsl_eq import models, verify
+
+    monkeypatch.setattr(verify, "_references", OrderedDict())
+    compute = verify.Reference._compute
+
+    def slow(wl):  # as a large model's build takes, without building one
+        time.sleep(1.2)
+        return compute(wl)
+
+    monkeypatch.setattr(verify.Reference, "_compute", staticmethod(slow))
+    wl = models.bert_encoder(layers=1, seq=8, dim=32, heads=2, ffn=64)
+    limit = 2.0
+    start = time.perf_counter()
+    result = optimize(wl, rules.default() + rules.algebraic(), mode=mode, time_limit=limit)
+    wall = time.perf_counter() - start
+    report = result.report
+    assert report.starved and report.timings["reference"] >= 1.2
+    (note,) = [n for n in report.notes if n.startswith("no time was left for the search")]
+    assert f"took {report.timings['reference']:.1f} s of the 2 s limit" in note
+    assert f"{report.check_reserve:.1f} s of it are kept for checking the result" in note
+    assert not [n for n in report.notes if "s of the time limit left" in n or "were not compiled" in n
+                or n.startswith("greedy rewriting stopped")]
+    assert not report.applications
+    assert wall - report.timings.get("release", 0.0) <= 1.1 * limit
+    assert_same_outputs(wl, result.workload)
 
 
 def test_a_fold_predicted_past_the_time_limit_is_not_begun_and_the_call_ends_within_it():
