@@ -311,7 +311,49 @@ def main() -> None:
         lines += ["", "Slower than TENSAT's search, where the seconds go:", "", *slower]
     lines += ["", goal(results)]
     section = "tensat-table" if args.graphs == "tensat" else "tensat-table-zoo"
+    if args.torch_device is None and results:
+        picture = f"docs/img/{section}.svg"
+        chart(results, HERE.parent / picture)
+        lines += ["", f"![Speedup per model: gsl_eq's best row under the gpu model and as TENSAT prices, beside TENSAT's "
+                      f"paper and the MCTS follow-up]({picture})"]
     write_section(section if args.torch_device is None else section + "-measured", "\n".join(lines))
+
+
+def chart(results: dict[str, list[dict]], path: Path) -> None:
+    """The table as grouped bars, one group per model: gsl_eq's best row under the gpu model and
+    optimized and priced as TENSAT prices, beside TENSAT's paper, the MCTS follow-up's re-run of
+    TENSAT and its own best (speedup, %), written as an SVG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "tensat-table"  # the same figures give the same file
+    from matplotlib.figure import Figure
+
+    models = list(results)
+    series = {
+        "gsl_eq under the gpu model (best rule set)": [max(speedup_pct(r["before"], r["after"]) for r in results[m]) for m in models],
+        "gsl_eq as TENSAT prices (best rule set)": [max((speedup_pct(*_prices(r["taso"])) for r in results[m] if "error" not in r["taso"]),
+                                         default=0.0) for m in models],
+        "TENSAT (paper)": [TENSAT[m][0] for m in models],
+        "TENSAT (MCTS re-run)": [MCTS[m][0] for m in models],
+        "MCTS (best)": [MCTS[m][1] for m in models],
+    }
+    fig = Figure(figsize=(10, 4.6))
+    ax = fig.add_subplot()
+    width = 0.8 / len(series)
+    colors = ["#1f5fa8", "#7fb2e5", "#c0392b", "#e59866", "#9b9b9b"]
+    for i, ((label, values), color) in enumerate(zip(series.items(), colors)):
+        xs = [m + (i - (len(series) - 1) / 2) * width for m in range(len(models))]
+        bars = ax.bar(xs, values, width, label=label, color=color)
+        ax.bar_label(bars, labels=[f"{v:.0f}" for v in values], fontsize=6, padding=1)
+    ax.set_xticks(range(len(models)), models)
+    ax.set_ylabel("speedup, %")
+    ax.set_title("TENSAT's graphs under TENSAT's settings: speedup of the optimized graph", fontsize=10)
+    ax.legend(fontsize=7, ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.08), frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, metadata={"Date": None})
 
 
 def timed(row: dict, paper_s: float) -> str:
