@@ -410,8 +410,8 @@ def optimize(
     search_end = deadline - (EXTRACTION_SHARE * time_limit if mode == "saturate" else 0.0)
     report.starved = time.perf_counter() >= search_end
     if report.starved:
-        report.notes.append(f"no time was left for the search: the input's reference outputs took "
-                            f"{timings['reference']:.1f} s of the {time_limit:g} s limit, and {checking:.1f} s of it "
+        report.notes.append(f"the time limit left no time for the search: the input's reference outputs took "
+                            f"{timings['reference']:.1f} s of its {time_limit:g} s, and {checking:.1f} s of it "
                             f"are kept for checking the result, {folding:.1f} s for its final build"
                             + (f", {EXTRACTION_SHARE * time_limit:.1f} s for extraction" if mode == "saturate" else ""))
     greedy_origins: dict[Node, frozenset[str]] = {}

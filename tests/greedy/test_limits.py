@@ -11,6 +11,7 @@ from gsl_eq import Subst, Workload, op, optimize, pat
 from gsl_eq.greedy import greedy
 from gsl_eq.limits import LimitError, StopReason
 from gsl_eq.models.blocks import var
+from gsl_eq.verify import Reference
 from tests.conftest import assert_same_outputs
 
 
@@ -136,6 +137,7 @@ def transpose_chain(n: int) -> Workload:
 def test_optimize_in_greedy_mode_stops_at_each_limit(rule, build, limits, reason):
     wl = build()
     before = wl.mod.script()
+    Reference.of(wl)  # remembered, as a repeated call finds it: a chain of 1,000 transposes takes 1-3 s to build
     start = time.perf_counter()
     result = optimize(wl, [rule()], mode="greedy", **limits)
     timings = result.report.timings
