@@ -66,6 +66,8 @@ DEFAULTS = {"rules": "default", "cost": "roofline", "mode": "saturate", "extract
             "cycles": "keep", "schedule_samples": 8}  # schedule_samples: ScheduleDatabase's default
 SPEEDUP = "speedup = before / after (>1 is faster)"
 QUICK_HELP = "the model's small version, as gsl-eq bench --quick builds it (models without one are small already)"
+BIND_HELP = ("sizes of the model's symbolic dimensions, comma-separated (batch=1,seq=128): gsl_eq works on static "
+             "shapes")
 
 
 def model_registry() -> dict[str, Callable[[], Workload]]:
@@ -143,13 +145,26 @@ def load_rules(spec: str, names: Sequence[str] | None = None) -> list:
     return found
 
 
-def load_model(spec: str, quick: bool = False) -> Workload:
-    """A model by name (``quick``: its small version, where it has one), or from a Python file defining
-    `workload` (a Workload), `mod` (an IRModule, its parameters kept as runtime inputs), or `model` (a
-    torch module) with `example_inputs`."""
+def load_model(spec: str, quick: bool = False, bind: dict[str, int] | None = None) -> Workload:
+    """A model by name (``quick``: its small version, where it has one), an ONNX file, or a Python file
+    defining `workload` (a Workload), `mod` (an IRModule, its parameters kept as runtime inputs), or
+    `model` (a torch module) with `example_inputs`; ``bind`` sizes its symbolic dimensions."""
     from .models.registry import load_model as load
 
-    return load(spec, quick)
+    return load(spec, quick, bind)
+
+
+def bindings(text: str) -> dict[str, int]:
+    """``--bind batch=1,seq=128``: sizes of symbolic dimensions by name."""
+    found: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, eq, size = part.partition("=")
+        if not eq or not name.strip() or not size.strip().isdigit() or int(size) < 1:
+            raise argparse.ArgumentTypeError(f"expected NAME=SIZE with a positive integer size (batch=1), got {part!r}")
+        found[name.strip()] = int(size)
+    if not found:
+        raise argparse.ArgumentTypeError(f"expected NAME=SIZE[,NAME=SIZE...], got {text!r}")
+    return found
 
 
 def optimize_with_progress(console: Console, wl: Workload, rule_list: list, mode: str, **options: Any) -> OptimizeResult:
@@ -304,7 +319,7 @@ def greedy_runnable(console: Console, spec: str, both: bool = False) -> list:
 
 
 def run_optimize(console: Console, args: argparse.Namespace) -> int:
-    wl = load_model(args.model, args.quick)
+    wl = load_model(args.model, args.quick, args.bind)
     rules = greedy_runnable(console, args.rules) if args.mode == "greedy" else rule_set(args.rules)
     schedules = None
     if args.select == "measured" or args.cost == "tvm":
@@ -346,7 +361,7 @@ def run_orderings(console: Console, args: argparse.Namespace) -> int:
 
     from .orderings import compare_orderings
 
-    wl = load_model(args.model, args.quick)
+    wl = load_model(args.model, args.quick, args.bind)
     status = (console.status("running greedy mode under each ordering, then saturation") if console.is_terminal
               else contextlib.nullcontext())
     with status:
@@ -411,7 +426,7 @@ def run_explain(console: Console, args: argparse.Namespace) -> int:
 
     from .greedy.explain import explain
 
-    wl = load_model(args.model, args.quick)
+    wl = load_model(args.model, args.quick, args.bind)
     explanations = [explain(rule, wl) for rule in load_rules(args.rules, args.only)]
     if args.json:
         print(json.dumps([e.to_dict() for e in explanations], indent=2, default=str))
@@ -515,10 +530,11 @@ def build_parser() -> argparse.ArgumentParser:
              "Run greedy mode under many orderings of the rules, and saturate mode once, on one model.")):
         p = sub.add_parser(name, help=text, epilog=epilog, formatter_class=raw, description=_paragraph(
             f"{description} Costs in us of the cost model (op calls for opcount); {SPEEDUP}."))
-        p.add_argument("model", help="a model name (listed below), a module optimize wrote (-o) or a .py file defining "
-                                     "workload (a gsl_eq.Workload), mod (a tvm.IRModule) or model (a torch.nn.Module) "
-                                     "with example_inputs")
+        p.add_argument("model", help="a model name (listed below), a module optimize wrote (-o), an ONNX file (.onnx) "
+                                     "or a .py file defining workload (a gsl_eq.Workload), mod (a tvm.IRModule) or "
+                                     "model (a torch.nn.Module) with example_inputs")
         p.add_argument("--quick", action="store_true", help=QUICK_HELP)
+        p.add_argument("--bind", type=bindings, default=None, metavar="NAME=SIZE", help=BIND_HELP)
         p.add_argument("--rules", type=rule_set_name, default=d["rules"], metavar="SET",
                        help=f"the rule set, one of {', '.join(RULE_SETS)} (listed below), or a sum of them such as "
                             f"tensat+default (default: {d['rules']})")
@@ -608,9 +624,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "successor outside the match), or the target refused (TVM cannot type it, an output "
                              "type would change), or fires."))
     why.add_argument("rules", metavar="RULES", help=rules_help)
-    why.add_argument("model", help="a model name (listed below), a module optimize wrote (-o) or a .py file "
-                                                   "defining workload, mod or model")
+    why.add_argument("model", help="a model name (listed below), a module optimize wrote (-o), an ONNX file (.onnx) "
+                                   "or a .py file defining workload, mod or model")
     why.add_argument("--quick", action="store_true", help=QUICK_HELP)
+    why.add_argument("--bind", type=bindings, default=None, metavar="NAME=SIZE", help=BIND_HELP)
     why.add_argument("--rules", dest="only", nargs="+", metavar="NAME", help="explain only the rules of these names")
     why.add_argument("--limit", type=int, default=20, metavar="N",
                      help="places shown per rule; the rest are counted by reason (default: 20)")
@@ -628,7 +645,8 @@ def build_parser() -> argparse.ArgumentParser:
                                "connected source only, and says so. Exits with 1 if a cell failed. "
                                f"Costs in us of each cell's cost model (op calls for opcount); {SPEEDUP}."))
     sweep.add_argument("--models", required=True, metavar="NAMES",
-                       help="comma-separated model names (listed below), modules optimize wrote (-o) or .py files "
+                       help="comma-separated model names (listed below), modules optimize wrote (-o), ONNX files "
+                            "of static shapes or .py files "
                             "defining workload, mod, or model with example_inputs")
     sweep.add_argument("--rules", default=d["rules"], metavar="SETS",
                        help=f"comma-separated rule sets (listed below) or sums such as tensat+default "

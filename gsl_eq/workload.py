@@ -16,7 +16,6 @@ hands in are copied, so nothing the user holds is changed.
 from __future__ import annotations
 
 import collections
-import copy
 import hashlib
 import itertools
 import math
@@ -27,7 +26,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import tvm
@@ -142,25 +141,79 @@ class Workload:
         return Workload(bb.get(), params)
 
     @staticmethod
-    def from_torch(module: Any, example_inputs: Sequence[Any]) -> "Workload":
+    def from_torch(module: Any, example_inputs: Sequence[Any], bind: Mapping[str, int] | None = None) -> "Workload":
         """Import a ``torch.nn.Module`` through ``torch.export`` and TVM's Relax frontend.
 
         The module is exported in evaluation mode (on a copy: the caller's module
         is untouched); its parameters and buffers become the workload's parameters.
+        ``bind`` sets symbolic dimensions to sizes (``{"s0": 1}``).
         """
-        import torch
-        from tvm.relax.frontend.torch import from_exported_program
+        from .importers import torch_module
 
-        model = copy.deepcopy(module).eval()
-        with torch.no_grad():
-            exported = torch.export.export(model, tuple(example_inputs))
-        mod = from_exported_program(exported, keep_params_as_input=True)
-        mod, detached = relax.frontend.detach_params(mod)
-        func = mod["main"]
-        num_input = int(func.attrs["num_input"]) if func.attrs and "num_input" in func.attrs else len(example_inputs)
-        names = [p.name for p in func.params[num_input:]]
-        values = detached.get("main", [])
-        return Workload(mod, {n: v.numpy() for n, v in zip(names, values)})
+        return Workload(*torch_module(module, example_inputs, bind))
+
+    @staticmethod
+    def from_exported_program(program: Any, bind: Mapping[str, int] | None = None) -> "Workload":
+        """Import a ``torch.export.ExportedProgram`` through TVM's Relax frontend; its parameters and
+        buffers become the workload's parameters. ``bind`` sets symbolic dimensions to sizes::
+
+            program = torch.export.export(model.eval(), (x,))
+            wl = Workload.from_exported_program(program)
+        """
+        from .importers import exported_program
+
+        return Workload(*exported_program(program, bind))
+
+    @staticmethod
+    def from_onnx(model_or_path: Any, shapes: Mapping[str, Sequence[int]] | None = None,
+                  bind: Mapping[str, int] | None = None) -> "Workload":
+        """Import an ONNX model (an ``onnx.ModelProto`` or a ``.onnx`` file) through TVM's ONNX
+        frontend; its initializers become the workload's parameters::
+
+            wl = Workload.from_onnx("resnet18.onnx", bind={"batch": 1})
+
+        Parameters
+        ----------
+        model_or_path
+            The model, or the path of its file.
+        shapes
+            Input shapes by input name, in place of those the file declares.
+        bind
+            Sizes for the model's symbolic dimensions (a dynamic batch axis, say): gsl_eq
+            works on static shapes.
+        """
+        from .importers import onnx_model
+
+        return Workload(*onnx_model(model_or_path, shapes, bind))
+
+    @staticmethod
+    def from_module(mod: tvm.IRModule, params: Mapping[str, Any] | None = None,
+                    bind: Mapping[str, int] | None = None) -> "Workload":
+        """The workload of a Relax module whose ``main`` may hold its weights as constants (as
+        ``relax.transform.BindParams`` leaves them): every constant that is not a scalar becomes a
+        parameter holding its value, so rules and folding see weights as weights. ``params`` binds
+        parameters of ``main`` by name; ``bind`` sets symbolic dimensions to sizes."""
+        from .importers import bind_symbolic
+
+        return Workload(bind_symbolic(mod, bind), params).with_constants_as_params()
+
+    def with_constants_as_params(self, lift: Callable[[np.ndarray], bool] = lambda value: value.ndim > 0) -> "Workload":
+        """This workload with each constant whose value ``lift`` accepts made a new parameter
+        (``v_param_<k>``) holding that value; itself if there is none."""
+        lifted = [n for n in self._graph.rpo() if n.kind is Kind.CONST and lift(n.value)]
+        if not lifted:
+            return self
+        new_vars = self._param_vars(lifted)
+        values = {**self._params, **{new_vars[n].name: n.value for n in lifted}}
+        return Workload.from_graph(self._with_params(new_vars), values)
+
+    def bound_module(self) -> tvm.IRModule:
+        """The module with every parameter bound to its value as a constant (as
+        ``relax.transform.BindParams`` binds them): ``main`` takes the runtime inputs only."""
+        if not self._params:
+            return self._mod
+        values = {name: tvm.runtime.tensor(np.ascontiguousarray(value)) for name, value in self._params.items()}
+        return relax.transform.BindParams("main", values)(self._mod)
 
     @property
     def mod(self) -> tvm.IRModule:
@@ -401,10 +454,8 @@ class Workload:
         :class:`~gsl_eq.errors.WorkloadError`, writing nothing, if TVM could not read the text back.
         """
         path, params = Path(path), params_path(path)
-        lifted = [n for n in self._graph.rpo() if n.kind is Kind.CONST and not _spelled_in_script(n.value)]
-        new_vars = self._param_vars(lifted)
-        values = {**self._params, **{new_vars[n].name: n.value for n in lifted}}
-        text = (to_relax(self._with_params(new_vars)) if lifted else self._mod).script()
+        written = self.with_constants_as_params(lambda value: not _spelled_in_script(value))
+        values, text = written.params, written.mod.script()
         _parsed(text, f"cannot save {path}: TVM does not read back the module's TVMScript")
         path.write_text(text)
         with zipfile.ZipFile(params, "w") as archive:  # np.savez's format; its keywords could clash with names

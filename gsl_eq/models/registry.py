@@ -4,6 +4,7 @@
     load_model("nasrnn", quick=True)    # the benchmark suite's small NasRNN (QUICK)
     load_model("my_model.py")           # a file defining workload, mod, or model + example_inputs
     load_model("bert.opt.py")           # a module gsl-eq optimize wrote (Workload.save), parameters beside it
+    load_model("resnet.onnx", bind={"batch": 1})   # an ONNX file, its symbolic dimensions bound
 """
 
 from __future__ import annotations
@@ -58,13 +59,17 @@ def model_names() -> tuple[str, ...]:
 SCRIPT_HEADER = "# from tvm.script import"
 
 
+#: The suffixes of the model files :func:`load_model` reads: Python (a model, or a saved module) and ONNX.
+MODEL_SUFFIXES = (".py", ".onnx")
+
+
 def is_model_file(spec: str) -> bool:
-    """Whether ``spec`` names a Python file (by its ``.py`` suffix) rather than a model."""
-    return Path(spec).suffix == ".py"
+    """Whether ``spec`` names a model file (a ``.py`` or ``.onnx`` suffix) rather than a model."""
+    return Path(spec).suffix in MODEL_SUFFIXES
 
 
 def check_model(spec: str) -> str:
-    """``spec`` checked to be a model name or an existing ``.py`` file, with nothing built: a
+    """``spec`` checked to be a model name or an existing ``.py`` or ``.onnx`` file, with nothing built: a
     :class:`~gsl_eq.errors.GslEqError` names an unknown model or a missing file."""
     if is_model_file(spec):
         if not Path(spec).is_file():
@@ -72,20 +77,24 @@ def check_model(spec: str) -> str:
         return spec
     names = model_names()
     if spec not in names:
-        raise GslEqError(f"unknown model {spec!r}; choose one of {', '.join(names)} or give a .py file")
+        raise GslEqError(f"unknown model {spec!r}; choose one of {', '.join(names)} or give a .py or .onnx file")
     return spec
 
 
-def load_model(spec: str, quick: bool = False) -> Workload:
-    """A model by name (``quick``: the small version of :data:`QUICK`, where there is one), or from a
-    Python file: TVMScript as :meth:`Workload.save` (and ``gsl-eq optimize -o``) writes it, with its
-    parameters beside it, or a file defining ``workload`` (a Workload), ``mod`` (an IRModule, its
-    parameters kept as runtime inputs; a file defining one IRModule under another name too), or
-    ``model`` (a torch module) with ``example_inputs``."""
+def load_model(spec: str, quick: bool = False, bind: dict[str, int] | None = None) -> Workload:
+    """A model by name (``quick``: the small version of :data:`QUICK`, where there is one), an ONNX
+    file (``.onnx``), or a Python file: TVMScript as :meth:`Workload.save` (and ``gsl-eq optimize -o``)
+    writes it, with its parameters beside it, or a file defining ``workload`` (a Workload), ``mod`` (an
+    IRModule, its parameters kept as runtime inputs; a file defining one IRModule under another name
+    too), or ``model`` (a torch module) with ``example_inputs``. ``bind`` sets the symbolic dimensions
+    of an imported model (an ONNX file, a file's ``mod`` or ``model``) to sizes."""
     import runpy
 
     import tvm
 
+    if Path(spec).suffix == ".onnx":
+        check_model(spec)
+        return Workload.from_onnx(spec, bind=bind)
     if is_model_file(spec):
         check_model(spec)
         if Path(spec).read_text().startswith(SCRIPT_HEADER):
@@ -95,11 +104,11 @@ def load_model(spec: str, quick: bool = False) -> Workload:
         if isinstance(scope.get("workload"), Workload):
             return scope["workload"]
         if isinstance(scope.get("mod"), tvm.IRModule):
-            return Workload(scope["mod"], {})
+            return Workload.from_module(scope["mod"], bind=bind)
         if scope.get("model") is not None and "example_inputs" in scope:
-            return Workload.from_torch(scope["model"], scope["example_inputs"])
+            return Workload.from_torch(scope["model"], scope["example_inputs"], bind=bind)
         if len(modules) == 1:
-            return Workload(modules[0], {})
+            return Workload.from_module(modules[0], bind=bind)
         raise GslEqError(f"{spec} defines none of: workload (a gsl_eq.Workload), mod (a tvm.IRModule, or "
                          "one IRModule by another name), model (a torch.nn.Module) with example_inputs")
     check_model(spec)
