@@ -13,7 +13,7 @@ import types
 from typing import Any
 
 from . import executors
-from .errors import GslEqError, UnsupportedModuleError, WorkloadError
+from .errors import ArgumentError, GslEqError, UnsupportedModuleError, WorkloadError
 
 executors.set_default(f"{__name__}.greedy")  # calling a rule runs greedy mode: wired here, not in the language
 
@@ -30,7 +30,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ = sorted(["GslEqError", "UnsupportedModuleError", "WorkloadError", *_MODULE_OF])
+__all__ = sorted(["ArgumentError", "GslEqError", "UnsupportedModuleError", "WorkloadError", *_MODULE_OF])
 
 
 def __getattr__(name: str) -> Any:

@@ -15,3 +15,7 @@ class UnsupportedModuleError(GslEqError):
 
 class WorkloadError(GslEqError, ValueError):
     """A workload's parameters or inputs do not fit its module."""
+
+
+class ArgumentError(GslEqError, TypeError):
+    """A function of gsl_eq was given a value of a kind it does not take."""

@@ -158,7 +158,8 @@ def _where(importer: Any, model: Any) -> str:
     op, name = importer.node
     index = next((k for k, n in enumerate(model.graph.node) if n.name == name and n.op_type == op), None)
     place = f"node {name!r}" if name else "a node"
-    return f"{place} (op {op}{'' if index is None else f', node {index} of {len(model.graph.node)}'})"
+    at = "" if index is None else f", node {index + 1} of {len(model.graph.node)}"
+    return f"{place} (op {op}{at})"
 
 
 def _hint(err: Exception) -> str:

@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm import relax
 
 from .errors import GslEqError, UnsupportedModuleError
@@ -82,6 +83,7 @@ class Optimize:
         self.runs: list[FunctionRun] = []
 
     def transform_module(self, mod: tvm.IRModule, ctx: tvm.transform.PassContext) -> tvm.IRModule:
+        _known_to_tvm(GslEqError)
         chosen = self._chosen(mod)
         unknown = sorted(set(self.bind) - symbolic_dims(mod))
         if unknown:
@@ -127,6 +129,14 @@ def pipeline(rules: Sequence[Subst] | None = None, target: str | tvm.target.Targ
         if "gpu" in target.keys:
             after = relax.get_default_pipeline(target)
     return tvm.transform.Sequential([Optimize(rules, **options), after], name="gsl_eq.pipeline")
+
+
+def _known_to_tvm(error: type) -> None:
+    """Register ``error`` and its subclasses with TVM's FFI, so that one raised in the pass reaches the
+    caller of ``tvm.compile`` as itself, not as a RuntimeError."""
+    tvm_ffi.register_error(f"{error.__module__}.{error.__qualname__}", error)
+    for sub in error.__subclasses__():
+        _known_to_tvm(sub)
 
 
 def _workload(name: str, func: relax.Function, params: Mapping[str, Any], bind: Mapping[str, int]) -> Workload:

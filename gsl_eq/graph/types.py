@@ -61,7 +61,9 @@ def from_relax_type(ty: object, where: str) -> Type:
         if not isinstance(dim, tvm.tirx.IntImm):
             raise UnsupportedModuleError(
                 f"{where}: symbolic shape {ty.shape} (dimension {dim}); static shapes are required: bind each "
-                f"symbolic dimension to a size first, e.g. relax.transform.BindSymbolicVars({{'{dim}': 1}})(mod)")
+                f"symbolic dimension to a size first: bind={{'{dim}': 1}} on Workload's importers and "
+                f"gsl_eq.transform.Optimize, --bind {dim}=1 on the command line, or "
+                f"relax.transform.BindSymbolicVars({{'{dim}': 1}})(mod)")
         dims.append(int(dim))
     return TensorType(tuple(dims), str(ty.dtype))
 

@@ -21,6 +21,9 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import tvm
+
+from ..errors import ArgumentError
 from ..frontend import Subst, spec
 from ..frontend.pat import Call, Pattern, Variadic
 from ..graph import Graph, Kind, Node
@@ -92,6 +95,7 @@ def explain(rule: Subst, workload: Workload | Graph) -> Explanation:
         print(why)   # node #7 relax.add ...: no match after 4 of 7 patterns, at Call relax.nn.conv2d
                      # (conv.py:26): guard strides=... is false: expected (1, 1), the node has (2, 2)
     """
+    _check_arguments(rule, workload)
     graph = workload.graph if isinstance(workload, Workload) else workload
     order = {node: k for k, node in enumerate(graph.rpo())}
     first = Matcher(rule, graph).first_output()
@@ -115,6 +119,28 @@ def explain(rule: Subst, workload: Workload | Graph) -> Explanation:
         else:
             result.attempts.append(Attempt(where, "fires"))
     return result
+
+
+def _check_arguments(rule: Any, workload: Any) -> None:
+    """An :class:`~gsl_eq.errors.ArgumentError` naming what ``explain`` got, and what it takes, for
+    anything but one rule and a workload or graph."""
+    if not isinstance(rule, Subst):
+        hint = (f"; a library rule is a function of gsl_eq.rules: explain(rules.{rule}(), wl), or pick it from "
+                f"a set: next(r for r in rules.default() if r.name == {rule!r})" if isinstance(rule, str) else
+                "; for several rules: [explain(r, wl) for r in rules]" if isinstance(rule, (list, tuple)) else "")
+        raise ArgumentError(f"explain takes a rule (a gsl_eq.Subst) first, got {_shown(rule)}{hint}")
+    if not isinstance(workload, (Workload, Graph)):
+        hint = "; for a bare module: explain(rule, Workload(mod))" if isinstance(workload, tvm.IRModule) else ""
+        raise ArgumentError(f"explain takes a gsl_eq.Workload (or a gsl_eq.Graph) second, got "
+                            f"{_shown(workload)}{hint}")
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    if "\n" in text:  # a TVM object prints as its script
+        name = type(value).__name__
+        return f"{'an' if name[0] in 'AEIOU' else 'a'} {name}"
+    return f"the {type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
 def _could_start(p: Pattern, node: Node) -> bool:

@@ -2,9 +2,10 @@
 
 import json
 
+import pytest
 from tvm import relax
 
-from gsl_eq import Subst, Workload, explain, op, pat, rules
+from gsl_eq import ArgumentError, Subst, Workload, explain, op, pat, rules
 
 R = relax.op
 
@@ -63,3 +64,17 @@ def test_names_the_refused_target():
 def test_no_place_to_start():
     why = explain(rules.diamond_conv_add(), Workload.from_expr(R.nn.relu(tvar("x", 2, 3)), {"x"}))
     assert why.attempts == [] and "no node where its source could start" in why.summary()
+
+
+@pytest.mark.parametrize("rule, workload, message", [
+    ("relu", None, r"explain takes a rule \(a gsl_eq.Subst\) first, got the str 'relu'; .*rules.relu\(\)"),
+    ([], None, r"got the list \[\]; for several rules: \[explain\(r, wl\) for r in rules\]"),
+    (None, 42, r"explain takes a gsl_eq.Workload \(or a gsl_eq.Graph\) second, got the int 42"),
+    (None, "module", r"got an IRModule; for a bare module: explain\(rule, Workload\(mod\)\)"),
+])
+def test_explain_names_what_it_got_and_what_it_takes(rule, workload, message):
+    wl = Workload.from_expr(R.nn.relu(tvar("x", 2, 3)), {"x"})
+    rule = rules.diamond_conv_add() if rule is None else rule
+    workload = wl if workload is None else wl.mod if workload == "module" else workload
+    with pytest.raises(ArgumentError, match=message):
+        explain(rule, workload)
