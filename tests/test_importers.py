@@ -187,3 +187,32 @@ def test_a_module_holding_its_weights_as_constants_gets_them_as_parameters():
     assert len(wl.params) == 11
     result = optimize(wl, rules.default(), mode="greedy")
     assert result.workload.graph.op_counts()["relax.nn.conv2d"] == 2
+
+
+def test_the_command_line_optimizes_an_onnx_file_with_its_batch_bound(tmp_path, capsys):
+    from gsl_eq.cli import main
+
+    model, inputs = cnn()
+    path = onnx_file(model, inputs, tmp_path / "net.onnx", dynamic_batch=True)
+    assert main(["optimize", str(path), "--mode", "greedy", "-o", str(tmp_path / "net.opt.py")]) == 2
+    assert "--bind batch=1" in capsys.readouterr().out
+    assert main(["optimize", str(path), "--bind", "batch=2", "--mode", "greedy", "-o", str(tmp_path / "net.opt.py"),
+                 "--report", str(tmp_path / "r.json")]) == 0
+    saved = Workload.load(tmp_path / "net.opt.py")
+    assert saved.graph.op_counts()["relax.nn.conv2d"] == 2
+    x = np.random.default_rng(3).standard_normal((2, 3, 16, 16)).astype("float32")
+    assert_close(saved(x0=x), onnxruntime_outputs(path, {"x0": x}))
+    with pytest.raises(SystemExit):
+        main(["optimize", str(path), "--bind", "batch"])
+    assert "--bind: expected NAME=SIZE with a positive integer size (batch=1), got 'batch'" in capsys.readouterr().err
+
+
+def test_a_sweep_takes_an_onnx_file_as_a_model(tmp_path):
+    from gsl_eq.sweep.cells import grid
+    from gsl_eq.sweep.task import load_model
+
+    model, inputs = cnn()
+    path = onnx_file(model, inputs, tmp_path / "net.onnx")
+    (cell,) = grid([str(path)], modes=["greedy"])
+    assert cell.model == str(path.resolve()) and cell.label().startswith("net.onnx · default · greedy")
+    assert load_model(cell.model).graph.op_counts()["relax.nn.batch_norm"] == 2
