@@ -66,7 +66,7 @@ from .conv import (
 from .legalize import bool_cumsum, bool_equal
 from .elementwise import bias_add_add, bias_add_right, merge_element_wise, merge_element_wise_variadic
 from .matmul import parallel_matmul, parallel_matmul_variadic
-from .norm import conv_batch_norm, lower_batch_norm, lower_layer_norm
+from .norm import conv_batch_norm, conv_bias_batch_norm, lower_batch_norm, lower_layer_norm
 from .structure import (
     dispatch_tuple,
     identity_reshape,
@@ -86,7 +86,7 @@ __all__ = [
     "concat_of_broadcast", "concat_of_broadcast_variadic", "split_of_broadcast", "split_of_broadcast_variadic",
     "split_of_element_wise", "split_of_split_broadcast", "parallel_conv_bias_act_variadic", "parallel_conv_bias_variadic",
     "parallel_conv_expand_kernels_bias_act",
-    "TVM_PASSES", "all", "conv1x1_as_matmul", "cpu", "strided_conv1x1_as_matmul", "bias_add_add", "bias_add_right", "bool_cumsum", "bool_equal", "conv_batch_norm", "conv_mul", "conv_shortcut_add", "default",
+    "TVM_PASSES", "all", "conv1x1_as_matmul", "cpu", "strided_conv1x1_as_matmul", "bias_add_add", "bias_add_right", "bool_cumsum", "bool_equal", "conv_batch_norm", "conv_bias_batch_norm", "conv_mul", "conv_shortcut_add", "default",
     "diamond_conv_add", "dispatch_tuple", "fusion", "identity_reshape", "lower_batch_norm", "lower_layer_norm",
     "legalize", "lowering", "merge_element_wise", "merge_element_wise_variadic", "parallel_conv", "parallel_conv_expand_kernels",
     "parallel_conv_variadic", "parallel_group_conv_variadic", "parallel_matmul", "parallel_matmul_bias_variadic",
@@ -104,7 +104,7 @@ def structure() -> list[Subst]:
 def fusion() -> list[Subst]:
     """Rules merging convs, matmuls, bias adds and element-wise calls into fewer ops."""
     return [
-        bias_add_right(), conv_batch_norm(), conv_mul(), bias_add_add(), diamond_conv_add(), conv_shortcut_add(), two_conv_add(),
+        bias_add_right(), conv_batch_norm(), conv_bias_batch_norm(), conv_mul(), bias_add_add(), diamond_conv_add(), conv_shortcut_add(), two_conv_add(),
         parallel_conv_bias_act_variadic(), parallel_conv_bias_variadic(),
         parallel_conv_variadic(), parallel_conv(), parallel_group_conv_variadic(), parallel_conv_expand_kernels_bias_act(),
         parallel_conv_expand_kernels(),
@@ -130,7 +130,7 @@ def default() -> list[Subst]:
     return [
         *legalize(),
         *structure(),
-        bias_add_right(), conv_batch_norm(), lower_batch_norm(), conv_mul(), bias_add_add(), diamond_conv_add(),
+        bias_add_right(), conv_batch_norm(), conv_bias_batch_norm(), lower_batch_norm(), conv_mul(), bias_add_add(), diamond_conv_add(),
         conv_shortcut_add(),
         parallel_conv_bias_act_variadic(), parallel_conv_bias_variadic(), parallel_conv_variadic(),
         parallel_matmul_bias_variadic(), parallel_matmul_variadic(),

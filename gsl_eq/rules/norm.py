@@ -1,4 +1,4 @@
-"""Normalization rules: lowering batch and layer norm to element-wise arithmetic.
+"""Normalization rules: batch norms folded into convs, batch and layer norm lowered to element-wise arithmetic.
 
 An ``epsilon`` is read from the matched op and built as a one-element tensor (see
 :func:`gsl_eq.rules._common.scalar`); with parameter folding every computation
@@ -86,3 +86,31 @@ def conv_batch_norm() -> Subst:
     y2 = op.Conv2D(x, w * op.Reshape(k, shape=(o, 1, 1, 1)), **pat.same_attr(conv, CONV_ATTRS)) \
         + op.Reshape(beta - mean * k, shape=(1, o, 1, 1))
     return Subst(y1, y2, name="conv_batch_norm")
+
+
+def conv_bias_batch_norm() -> Subst:
+    """``batch_norm(conv2d(x, w) + b, gamma, beta, mean, var)[0] -> conv2d(x, w * scale) + (b * scale + shift)``.
+
+    A conv with a bias before its batch norm, as PyTorch's ``Conv2d(bias=True)`` exports: the
+    bias is scaled with the filters. ``scale`` and ``shift`` are :func:`conv_batch_norm`'s. When:
+    ``b`` is a parameter of shape ``(1, O, 1, 1)`` and :func:`conv_batch_norm`'s conditions hold.
+    """
+    # Input
+    x = pat.Wildcard()
+    w = pat.Variable()
+    b = pat.Variable(shape=(1, w.shape[0], 1, 1), dtype=w.dtype)
+    gamma = pat.Wildcard()
+    beta = pat.Wildcard()
+    mean = pat.Wildcard()
+    var = pat.Wildcard()
+    # Source pattern: batch_norm(conv2d(x, w) + b, gamma, beta, mean, var)[0]
+    conv = op.Conv2D(x, w, **NCHW)
+    bn = op.BatchNorm(conv + b, gamma, beta, mean, var, axis=1, training=False, center=True, scale=True)
+    y1 = bn[0]
+    # Target pattern: conv2d(x, w * scale) + (b * scale + shift)
+    k = gamma / op.Sqrt(var + scalar(bn.epsilon, var.dtype))
+    o = w.shape[0]
+    channel = (1, o, 1, 1)
+    y2 = op.Conv2D(x, w * op.Reshape(k, shape=(o, 1, 1, 1)), **pat.same_attr(conv, CONV_ATTRS)) \
+        + (b * op.Reshape(k, shape=channel) + op.Reshape(beta - mean * k, shape=channel))
+    return Subst(y1, y2, name="conv_bias_batch_norm")

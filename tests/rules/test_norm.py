@@ -44,6 +44,20 @@ def test_conv_batch_norm_needs_the_channel_axis(rejects):
     rejects(workload(batch_norm(R.nn.conv2d(x, var("w", 4, 3, 1, 1)), 6, axis=2)), rules.conv_batch_norm())
 
 
+def test_conv_bias_batch_norm(applies):
+    x = var("x", 1, 3, 6, 6)
+    biased = R.add(R.nn.conv2d(x, var("w", 4, 3, 3, 3), padding=1), var("b", 1, 4, 1, 1))
+    applies(workload(batch_norm(biased, 4, epsilon=1e-3)), rules.conv_bias_batch_norm(), {"nn.conv2d": 1, "add": 1},
+            {**LOWERED_BN, "nn.conv2d": 1, "add": 3, "multiply": 3, "reshape": 3})
+
+
+@pytest.mark.parametrize("bias_shape", [(4, 1, 1), (1, 1, 1, 1), (1, 4, 6, 6)])
+def test_conv_bias_batch_norm_needs_one_bias_per_output_channel(rejects, bias_shape):
+    x = var("x", 1, 3, 6, 6)
+    biased = R.add(R.nn.conv2d(x, var("w", 4, 3, 3, 3), padding=1), var("b", *bias_shape))
+    rejects(workload(batch_norm(biased, 4)), rules.conv_bias_batch_norm())
+
+
 LOWERED_LN = {"mean": 1, "subtract": 1, "variance": 1, "zeros": 1, "clip": 1, "add": 2, "sqrt": 1, "divide": 1,
               "multiply": 1}
 
