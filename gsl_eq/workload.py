@@ -32,7 +32,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
-from . import cpu_build
+from . import cpu_build, script_safety
 from .build_time import BuildRates, optimized
 from .buildable import first_line, signature, why_unbuildable
 from .errors import WorkloadError
@@ -72,6 +72,9 @@ class Workload:
 
     #: The parameter-only computations :meth:`fold_params` had to leave in the graph.
     unfolded: tuple[Unfolded, ...] = ()
+    #: The workload :meth:`fold_params` made this one from (its parameter computations not yet
+    #: folded, on the parameters it took), or None.
+    folded_from: "Workload | None" = None
 
     def __init__(self, mod: tvm.IRModule, params: Mapping[str, Any] | None = None):
         self._mod = mod
@@ -382,6 +385,7 @@ class Workload:
         new_params = {**self._params, **{new_vars[node].name: value for node, value in values.items()}}
         result = Workload.from_graph(self._with_params(new_vars), new_params)
         result.unfolded = tuple(dict.fromkeys([*self.unfolded, *unfolded]))
+        result.folded_from = self
         if unfolded:
             warnings.warn(FoldWarning("; ".join(map(str, unfolded))), stacklevel=2)
         return result
@@ -474,7 +478,7 @@ class Workload:
             text = path.read_text()
         except OSError as e:
             raise WorkloadError(f"cannot read {path}: {e.strerror}") from None
-        mod = _parsed(text, f"{path} is not TVMScript that TVM reads")
+        mod = _parsed(text, f"{path} is not TVMScript that TVM reads", source=str(path))
         if not isinstance(mod, tvm.IRModule):
             raise WorkloadError(f"{path} holds a {type(mod).__name__}, not a module (an @I.ir_module class)")
         if not params.is_file():
@@ -496,10 +500,21 @@ def params_path(path: str | Path) -> Path:
     return Path(path).with_suffix(".params.npz")
 
 
-def _parsed(text: str, problem: str) -> Any:
-    """What TVM's TVMScript parser reads from ``text``; its error as a WorkloadError saying ``problem``."""
+def _parsed(text: str, problem: str, source: str | None = None) -> Any:
+    """What TVM's TVMScript parser reads from ``text``; its error as a WorkloadError saying ``problem``.
+
+    TVM's parser evaluates the text's expressions as Python, so the text is read only if it carries
+    no code that parsing would run (:mod:`~gsl_eq.script_safety`), and with no Python builtins. A file
+    read (``source``, its path) that carries some is refused as such; a module's own text (save's check
+    that load reads it back) as one load would refuse."""
+    finding = script_safety.code_in(text)
+    if finding is not None and source is not None:
+        raise WorkloadError(script_safety.refusal(source, finding))
+    if finding is not None:
+        raise WorkloadError(f"{problem}: Workload.load would refuse it as carrying code that loading runs "
+                            f"({finding}), a construct TVM's printer wrote that gsl_eq.script_safety does not know")
     try:
-        return tvm.script.from_source(text)
+        return script_safety.parsed(text)
     except Exception as e:  # TVM's parser raises its own diagnostic errors
         raise WorkloadError(f"{problem}: {first_line(e)}") from None
 
