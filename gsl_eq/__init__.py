@@ -24,6 +24,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "greedy.explain": ("Explanation", "explain"),
     "optimize": ("OptimizeReport", "OptimizeResult", "optimize"),
     "orderings": ("OrderingComparison", "compare_orderings"),
+    "portable": ("export",),
     "soundness": ("RuleCheck", "check_rule"),
     "sweep": ("SweepResult", "sweep"),
     "workload": ("FoldWarning", "Unfolded", "Workload"),

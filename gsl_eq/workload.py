@@ -462,10 +462,7 @@ class Workload:
         values, text = written.params, written.mod.script()
         _parsed(text, f"cannot save {path}: TVM does not read back the module's TVMScript")
         path.write_text(text)
-        with zipfile.ZipFile(params, "w") as archive:  # np.savez's format; its keywords could clash with names
-            for name, value in values.items():
-                with archive.open(f"{name}.npy", "w") as member:
-                    np.lib.format.write_array(member, np.asarray(value), allow_pickle=False)
+        write_arrays(params, values)
         return path, params
 
     @staticmethod
@@ -493,6 +490,15 @@ class Workload:
 
     def __repr__(self) -> str:
         return f"Workload({len(self._graph)} nodes, inputs {self.input_names}, {len(self._params)} params)"
+
+
+def write_arrays(path: str | Path, values: Mapping[str, np.ndarray]) -> None:
+    """``values`` into an ``.npz`` file by name, as ``np.savez`` writes them (whose keywords could clash
+    with the names), no pickles."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, value in values.items():
+            with archive.open(f"{name}.npy", "w") as member:
+                np.lib.format.write_array(member, np.asarray(value), allow_pickle=False)
 
 
 def params_path(path: str | Path) -> Path:

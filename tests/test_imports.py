@@ -15,7 +15,7 @@ ROOT = Path(gsl_eq.__file__).parent
 #: comes before every executor; saturate mode (egraph) reuses greedy mode's matcher and builder.
 #: The Ray engine (cluster) knows nothing of gsl_eq: the schedule database, compare_orderings,
 #: sweeps and the benchmark suite run their tasks on it.
-LAYERS = ["errors", "executors", "limits", "bounded", "disk_cache", "cluster", "graph", "drawing", "cpu_build", "buildable", "build_time", "importers", "workload", "torch_ops", "models", "frontend", "rules",
+LAYERS = ["errors", "script_safety", "torch_runner", "executors", "limits", "bounded", "disk_cache", "cluster", "graph", "drawing", "cpu_build", "buildable", "build_time", "importers", "workload", "portable", "torch_ops", "models", "frontend", "rules",
           "greedy", "soundness", "egraph", "tuning", "schedule_db", "extract", "verify", "selection", "pages", "optimize",
           "transform", "orderings", "sweep", "cli"]
 

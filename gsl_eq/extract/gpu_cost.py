@@ -80,10 +80,12 @@ class Device:
 #: paper; about 14 TFLOP/s in a large SGEMM and 800 GB/s in a copy; 5 us from a launch to the end
 #: of an empty kernel; 80 SMs of 2,048 resident threads. A100 (SXM4, 40 GB): 19.5 TFLOP/s FP32
 #: (TF32 off), 1,555 GB/s on paper; about 18 TFLOP/s, 1,300 GB/s and 4 us as measured; 108 SMs of
-#: 2,048 threads.
+#: 2,048 threads. H200 (SXM, 141 GB) from its published figures alone, none measured: 67 TFLOP/s FP32,
+#: 4.8 TB/s of HBM3e, 132 SMs of 2,048 threads; NVIDIA publishes no launch time, so the A100's is kept.
 DEVICES: dict[str, Device] = {
     "v100": Device("V100", peak_flops=14e12, bandwidth=800e9, launch=5e-6, resident_threads=80 * 2048),
     "a100": Device("A100", peak_flops=18e12, bandwidth=1300e9, launch=4e-6, resident_threads=108 * 2048),
+    "h200": Device("H200", peak_flops=67e12, bandwidth=4.8e12, launch=4e-6, resident_threads=132 * 2048),
 }
 #: Threads a library spreads one output's reduction over when a matmul's outputs alone cannot fill
 #: the device (a warp: cuBLAS's GEMV and split-K kernels).
