@@ -22,7 +22,7 @@ from tvm import relax
 
 from .errors import GslEqError, UnsupportedModuleError
 from .frontend import Subst
-from .importers import detached, symbolic_dims
+from .importers import bind_symbolic, detached, symbolic_dims
 from .optimize import OptimizeResult, optimize
 from .workload import Workload
 
@@ -117,17 +117,26 @@ class Optimize:
         return optimized.without_attr("global_symbol").with_attrs(attrs) if attrs else optimized.without_attr("global_symbol")
 
 
-def pipeline(rules: Sequence[Subst] | None = None, target: str | tvm.target.Target | None = None,
+def pipeline(rules: Sequence[Subst] | Optimize | None = None, target: str | tvm.target.Target | None = None,
              base: str = "default", **options: Any) -> tvm.transform.Pass:
     """gsl_eq's :class:`Optimize` followed by TVM's build pipeline ``base`` (what ``tvm.compile``
     runs by default; for a GPU ``target``, that target's default pipeline, as ``tvm.compile`` picks
     it), for ``tvm.compile(mod, target, relax_pipeline=pipeline(...))``. ``options`` go to
-    :class:`Optimize`."""
+    :class:`Optimize`; or give an :class:`Optimize` of your own, to read its ``runs`` after::
+
+        opt = Optimize(rules.default(), mode="greedy")
+        ex = tvm.compile(mod, "llvm", relax_pipeline=pipeline(opt))
+        opt.runs[0].report
+    """
     after = relax.get_pipeline(base)
     if target is not None and base == "default":
         target = tvm.target.Target(target) if isinstance(target, str) else target
         if "gpu" in target.keys:
             after = relax.get_default_pipeline(target)
+    if isinstance(rules, Optimize):
+        if options:
+            raise GslEqError(f"pipeline takes options ({', '.join(sorted(options))}) or an Optimize pass, not both")
+        return tvm.transform.Sequential([rules, after], name="gsl_eq.pipeline")
     return tvm.transform.Sequential([Optimize(rules, **options), after], name="gsl_eq.pipeline")
 
 
@@ -141,7 +150,8 @@ def _known_to_tvm(error: type) -> None:
 
 def _workload(name: str, func: relax.Function, params: Mapping[str, Any], bind: Mapping[str, int]) -> Workload:
     """The workload of one function, its weights as parameters: constants lifted, ``params`` given,
-    or the values a frontend attached."""
+    or the values a frontend attached. A function a frontend left computing shapes of constants at
+    run time (ONNX's Gather: ``shape_of`` a table) is read after ``relax.transform.FoldConstant``."""
     mod = tvm.IRModule({"main": func.without_attr("global_symbol")})
     attached = {}
     if func.attrs and "params" in func.attrs:
@@ -149,9 +159,15 @@ def _workload(name: str, func: relax.Function, params: Mapping[str, Any], bind: 
     names = {p.name for p in func.params}
     given = {k: np.asarray(v.numpy() if hasattr(v, "numpy") else v) for k, v in params.items() if k in names}
     dims = symbolic_dims(mod)
+    mod = bind_symbolic(mod, {k: v for k, v in bind.items() if k in dims})
     try:
-        return Workload.from_module(mod, {**attached, **given}, {k: v for k, v in bind.items() if k in dims})
-    except UnsupportedModuleError as err:
-        raise UnsupportedModuleError(f"gsl_eq.transform.Optimize cannot read function {name!r}: {err}; run the "
-                                     "pass on Relax operators, before LegalizeOps, or name the functions it "
-                                     "may optimize (functions=)") from None
+        return Workload.from_module(mod, {**attached, **given})
+    except UnsupportedModuleError as first:
+        try:
+            return Workload.from_module(relax.transform.FoldConstant()(mod), {**attached, **given})
+        except UnsupportedModuleError:
+            hint = (" run the pass on Relax operators, before LegalizeOps, or name the functions it may optimize "
+                    "(functions=)" if "call to another function" in str(first) else
+                    " relax.transform.FoldConstant did not make it readable")
+            raise UnsupportedModuleError(f"gsl_eq.transform.Optimize cannot read function {name!r}: {first};"
+                                         f"{hint}") from None

@@ -126,3 +126,25 @@ def test_bind_sizes_a_symbolic_batch():
     with torch.no_grad():
         want = model(torch.from_numpy(x)).numpy()
     assert_close(run(tvm.compile(optimized, "llvm"), x), [want])
+
+
+def test_a_module_straight_from_tvms_onnx_frontend_is_read():
+    """TVM's ONNX frontend computes a Gather's table shape at run time (shape_of a constant)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from tvm.relax.frontend.onnx import from_onnx
+
+    table = numpy_helper.from_array(np.random.default_rng(0).standard_normal((10, 8)).astype("float32"), "table")
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "ids"], ["e"]), helper.make_node("Relu", ["e"], ["y"])], "g",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8])], [table])
+    mod = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), shape_dict={"ids": [1, 4]})
+    assert calls(mod, "relax.shape_of") == 1
+    opt = Optimize(rules.default(), mode="greedy")
+    ex = tvm.compile(mod, "llvm", relax_pipeline=pipeline(opt))
+    assert len(opt.runs) == 1, "pipeline runs the Optimize it is given, whose runs stay readable"
+    ids = np.array([[0, 3, 9, 3]], "int64")
+    np.testing.assert_allclose(run(ex, ids)[0], np.maximum(numpy_helper.to_array(table)[ids], 0), rtol=1e-6)
+    with pytest.raises(GslEqError, match="options .mode. or an Optimize pass, not both"):
+        pipeline(opt, mode="saturate")

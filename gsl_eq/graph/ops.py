@@ -110,7 +110,9 @@ def plain(value: Any, where: str) -> Any:
         return tuple(plain(v, where) for v in value.fields)
     if isinstance(value, (tvm_ffi.Array, list, tuple)):
         return tuple(plain(v, where) for v in value)
-    raise UnsupportedModuleError(f"{where}: attribute value {value!r} of type {type(value).__name__} is not a constant")
+    shown = str(value).splitlines()[0] if str(value).strip() else repr(value)  # a TVM expression prints its metadata too
+    raise UnsupportedModuleError(f"{where}: attribute value {shown} of type {type(value).__name__} is not a constant "
+                                 "(computed at run time)")
 
 
 def call_attrs(call: relax.Call, where: str) -> dict[str, Any]:
