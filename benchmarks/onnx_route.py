@@ -7,9 +7,7 @@ Each model is written in PyTorch with random weights (fixed seeds), exported wit
 1. run by onnxruntime on the CPU (its default graph optimizations, as many threads as cores);
 2. imported with TVM's ONNX frontend (``from_onnx(model, shape_dict=...)``, weights as constants)
    and compiled with ``tvm.compile(mod, "llvm")``;
-3. compiled with ``tvm.compile(mod, "llvm", relax_pipeline=gsl_eq.transform.pipeline(rules.default()))``,
-   ``relax.transform.FoldConstant()`` before the pass (the frontend leaves shape arithmetic on
-   constants, ``shape_of`` of BERT's embedding tables, which the pass cannot read);
+3. compiled with ``tvm.compile(mod, "llvm", relax_pipeline=gsl_eq.transform.pipeline(rules.default()))``;
 4. (unless ``--quick``) both TVM variants built through the schedule database
    (:class:`gsl_eq.schedule_db.ScheduleDatabase`: every kernel scheduled by the best of a few
    MetaSchedule design-space draws, the same schedule for the same kernel in both), since TVM's
@@ -178,11 +176,7 @@ def measure(name: str, quick: bool, samples: int) -> dict:
     row["tvm_build_s"] = time.perf_counter() - start
     runs: list = []
     start = time.perf_counter()
-    # FoldConstant first: the frontend leaves shape arithmetic on constants (BERT's shape_of of its
-    # embedding tables), which the pass cannot read
-    gsl_eq_pipeline = tvm.transform.Sequential([relax.transform.FoldConstant(),
-                                                pipeline(rules.default(), on_run=runs.append)])
-    executables["gsl_eq"] = tvm.compile(mod, "llvm", relax_pipeline=gsl_eq_pipeline)
+    executables["gsl_eq"] = tvm.compile(mod, "llvm", relax_pipeline=pipeline(rules.default(), on_run=runs.append))
     row["gsl_eq_build_s"] = time.perf_counter() - start
     (run,) = runs
     report = run.report
@@ -296,9 +290,7 @@ def section(rows: list[dict], args: argparse.Namespace, total: float) -> str:
         f"run by onnxruntime (CPU, its default graph optimizations, {threads} threads) and imported with TVM's ONNX "
         "frontend (`from_onnx(model, shape_dict=...)`, weights as constants). TVM: `tvm.compile(mod, \"llvm\")`. "
         "TVM + gsl_eq: `tvm.compile(mod, \"llvm\", relax_pipeline=gsl_eq.transform.pipeline(rules.default()))`, "
-        "saturate mode, roofline cost, default limits, with `relax.transform.FoldConstant()` before it in the "
-        "pipeline (the frontend leaves shape arithmetic on constants, `shape_of` of BERT's embedding tables, which "
-        "the pass cannot read).",
+        "saturate mode, roofline cost, default limits.",
         "",
         "Models: " + "; ".join(f"{name}: {MODELS[name]}" for name in (r["model"] for r in rows)) + ". The CNN is "
         "exported without the exporter's constant folding (`do_constant_folding=False`), which would fold its "

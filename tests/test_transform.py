@@ -130,7 +130,7 @@ def test_bind_sizes_a_symbolic_batch():
 
 def test_a_module_straight_from_tvms_onnx_frontend_is_read():
     """TVM's ONNX frontend computes a Gather's table shape at run time (shape_of a constant)."""
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
     from tvm.relax.frontend.onnx import from_onnx
 
