@@ -82,6 +82,9 @@ EARLY_SHARE = 0.25
 #: (:func:`~gsl_eq.egraph.attribution.attribute`: egglog indexes its tables for the provenance
 #: rules' first run; measured 10-14 us on a 2-core machine): extraction leaves it this.
 ATTRIBUTION_SECONDS_PER_ENODE = 20e-6
+#: The most of saturate mode's search time greedy mode takes first: its result is a candidate of saturate
+#: mode's, so that saturate mode never returns a graph costlier than greedy mode would with the same rules.
+GREEDY_SHARE = 0.1
 
 
 def cost_unit(model: CostModel) -> str:
@@ -135,6 +138,8 @@ class OptimizeReport:
     extracted_cost: float | None = None  # the chosen graph's cost in the e-graph (folded computations free)
     greedy_dag_cost: float | None = None  # the greedy DAG extractor's, which warm-starts the ILP
     greedy_dag_time: float | None = None
+    greedy_cost: float | None = None  # saturate mode: what greedy mode's result with the same rules costs
+    greedy_result: bool = False  # saturate mode: greedy mode's result was cheaper than the extraction's, and returned
     time_limit: float | None = None
     check_reserve: float = 0.0  # seconds of time_limit left for checking the result (as the reference took)
     fold_reserve: float = 0.0  # seconds of time_limit kept for folding the result's parameter computations
@@ -310,6 +315,10 @@ def optimize(
     ``report.notes``, the rules whose source outputs share no node (``Subst.connected``:
     four of :func:`~gsl_eq.rules.tensat`'s), which its matcher cannot reach, and raises
     :class:`~gsl_eq.frontend.DisconnectedSourceError` if no rule is left. The input is never changed.
+    Saturate mode runs greedy mode first (at most a tenth of its search time, :data:`GREEDY_SHARE`) and
+    returns greedy's result where it costs less than the extraction's, as when the e-graph stops at a
+    limit short of it: it is never costlier than greedy mode with the same rules (``report.greedy_cost``;
+    ``report.greedy_result`` says greedy's result was returned).
 
     TENSAT's two settings that keep its e-graphs small and acyclic: ``multi_iterations=k``
     searches the rules with several source outputs (merges) in the first ``k`` iterations
@@ -415,6 +424,7 @@ def optimize(
                             f"are kept for checking the result, {folding:.1f} s for its final build"
                             + (f", {EXTRACTION_SHARE * time_limit:.1f} s for extraction" if mode == "saturate" else ""))
     greedy_origins: dict[Node, frozenset[str]] = {}
+    rival = None  # saturate mode: greedy mode's result, a candidate
     if mode == "greedy":
         runnable = _greedy_runnable(rule_list, report)
         t = time.perf_counter()
@@ -434,11 +444,17 @@ def optimize(
                                 f"{result.rounds} rounds ({result.passes} passes)")
         others: Iterator[Alternative] = iter(())
     else:
+        t = time.perf_counter()
+        rival = None if report.starved else _greedy_rival(wl, rule_list, iter_limit, node_limit,
+                                                          min(search_end, t + GREEDY_SHARE * budget))
+        timings["greedy"] = time.perf_counter() - t
         out, others = _saturate(wl, rule_list, model, extractor, node_limit, iter_limit, deadline,
                                 budget, ilp_time_limit, on_iteration, report,
                                 candidates if select == "measured" else 0, multi_iterations, cycles)
     priced = out.folded_graph()  # greedy mode leaves a rewrite past its time limit unfolded
     report.cost_after, report.calls_after = graph_cost(priced, model), _calls(priced)
+    if rival is not None:
+        out, others, greedy_origins = _against_greedy(out, others, rival, model, report)
     # Saturate mode changes the module only for a gain: among equal-cost choices the extractor's pick is arbitrary.
     # With measured selection TVM's time decides instead.
     if select == "measured":
@@ -484,6 +500,33 @@ def _fold_reserve(wl: Workload) -> float:
     types = [v.type for v in wl.graph.inputs if v.name in wl.params]
     copies = sum(roofline_seconds("relax.concat", {"axis": 0}, [t], t) for t in types)
     return FOLD_RATES.predicted(len(types), copies) if types else 0.0
+
+
+def _greedy_rival(wl: Workload, rule_list: list[Subst], iter_limit: int, node_limit: int,
+                  deadline: float) -> Any:
+    """Greedy mode's result with the rules it can run, by ``deadline``: saturate mode's rival."""
+    runnable = [rule for rule in rule_list if rule.connected]
+    left = deadline - time.perf_counter()
+    if not runnable or left <= 0:
+        return None
+    return greedy(wl, runnable, max_rounds=iter_limit, node_limit=node_limit, time_limit=left)
+
+
+def _against_greedy(out: Workload, others: Iterator[Alternative], rival: Any, model: CostModel,
+                    report: OptimizeReport) -> tuple[Workload, Iterator[Alternative], dict[Node, frozenset[str]]]:
+    """The extraction, or greedy mode's result where that costs less (the other then a candidate after
+    it); greedy's result is a candidate after the extraction's others in any case."""
+    folded = rival.workload.folded_graph()
+    report.greedy_cost = graph_cost(folded, model)
+    greedy_option = Alternative("greedy mode's result", rival.workload, rival.used)
+    if report.greedy_cost >= report.cost_after * (1 - 1e-9):
+        return out, itertools.chain(others, [greedy_option]), {}
+    report.notes.append(f"greedy mode's result with the same rules costs {report.greedy_cost:.6g} {report.cost_unit}, "
+                        f"less than the extraction's {report.cost_after:.6g}: it is the result")
+    extracted = Alternative("saturation's extraction", out, report.rules_used)
+    report.greedy_result, report.rules_used = True, rival.used
+    report.cost_after, report.calls_after = report.greedy_cost, _calls(folded)
+    return rival.workload, itertools.chain([extracted], others), rival.origins
 
 
 def _greedy_runnable(rule_list: list[Subst], report: OptimizeReport) -> list[Subst]:

@@ -230,3 +230,28 @@ def test_optimize_runs_in_a_multiprocessing_pool_worker():
     with multiprocessing.get_context("spawn").Pool(1) as pool:  # spawn: this test process runs threads
         [(daemonic, enodes, status, checked)] = pool.map(_optimize_in_a_pool_worker, [0])
     assert daemonic and enodes > IN_PROCESS_ENODES and status == "optimal" and checked
+
+
+@pytest.mark.parametrize("limits", [{"node_limit": 300}, {"iter_limit": 1}], ids=["node limit", "iteration limit"])
+def test_saturate_mode_is_never_costlier_than_greedy_mode_whatever_stops_it(limits):
+    """An Inception network whose e-graph stops at a limit before saturation reaches what greedy mode
+    reaches: greedy mode's result (run first, a candidate) is returned, and the report says so."""
+    wl = inception_network()
+    rule_list = rules.default() + rules.algebraic()
+    greedy = optimize(wl, rule_list, mode="greedy", time_limit=30, **limits)
+    result = optimize(wl, rule_list, mode="saturate", time_limit=30, **limits)
+    report = result.report
+    assert report.stop_reason != "saturated"
+    assert report.greedy_cost == pytest.approx(greedy.report.cost_after, rel=1e-12)
+    assert report.cost_after <= greedy.report.cost_after * (1 + 1e-9) < report.cost_before
+    assert report.greedy_result and report.rules_used == greedy.report.rules_used
+    assert any("greedy mode's result with the same rules costs" in note for note in report.notes)
+    assert result.origins, "greedy mode's rewrites are marked on the result"
+    assert_same_outputs(wl, result.workload)
+
+
+def test_saturate_mode_keeps_its_extraction_where_greedy_mode_gets_no_further():
+    result = optimize(diamond_conv(), rules.default(), mode="saturate", time_limit=30)
+    report = result.report
+    assert report.stop_reason == "saturated" and not report.greedy_result
+    assert report.greedy_cost >= report.cost_after and "greedy" in report.timings

@@ -211,9 +211,10 @@ def _check_merges(wl: Workload, same_outputs, left_shape: tuple[int, ...], roofl
     views = optimize(wl, rules.tensat(), cost=SplitIsAView(), **TENSAT)
     assert views.report.applications.get(MERGE, 0) > 0
     assert MERGE in views.report.rules_used
-    assert views.workload.graph.op_counts()["relax.matmul"] == matmuls - 1
-    merged = [n for n in views.workload.graph.rpo() if n.op == "relax.matmul" and n.inputs[1].type.shape[-1] == 2 * 32]
-    assert [i.type.shape for i in merged[0].inputs] == [left_shape, (32, 64)]
+    # the extraction merges two projections; greedy mode's result, returned where cheaper, may merge all three
+    assert views.workload.graph.op_counts()["relax.matmul"] == matmuls - (2 if views.report.greedy_result else 1)
+    merged = [n for n in views.workload.graph.rpo() if n.op == "relax.matmul" and n.inputs[1].type.shape[-1] > 32]
+    assert [i.type.shape for i in merged[0].inputs] in ([left_shape, (32, 64)], [left_shape, (32, 96)])
     same_outputs(wl, views.workload, rtol=1e-4, atol=1e-5)
 
 
