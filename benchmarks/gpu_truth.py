@@ -4,6 +4,10 @@
     python benchmarks/gpu_truth.py --run kit           # there (PyTorch and NumPy only): kit/timings.json
     python benchmarks/gpu_truth.py --report kit/timings.json    # here: BENCHMARKS.md's gpu-truth section
 
+The folder this checkout holds, benchmarks/data/gpu_kit, is such a kit, ready to run on a GPU machine:
+``python benchmarks/gpu_truth.py --run benchmarks/data/gpu_kit --out timings.json`` (its CPU run's
+seconds are in BENCHMARKS.md; ``--no-kernels`` skips timing each kernel alone, ``--only`` runs some cases).
+
 ``--prepare`` optimizes, under the gpu model (a V100), TENSAT's seven graphs with TENSAT's settings
 (rules.tensat(), node_limit=50,000, iter_limit=15, multi-pattern rules in the first iteration, cycle
 filtering) and with gsl_eq's (rules.tensat() + rules.default(), its default limits), the zoo at its
@@ -172,10 +176,12 @@ def _machine() -> str:
 # --------------------------------------------------------------------------- run (there: PyTorch only)
 
 
-def run(folder: Path, device: str, extra: list[str]) -> int:
-    """The runner of the prepared folder, with this Python: ``folder/timings.json``."""
-    command = [sys.executable, str(folder / "runner.py"), "--device", device, "--dir", str(folder),
-               "--out", str(folder / "timings.json"), *extra]
+def run(folder: Path, device: str, out: Path | None, extra: list[str]) -> int:
+    """The prepared folder run with this Python, by its runner.py (or this checkout's, which it copies):
+    ``out``, by default ``folder/timings.json``."""
+    runner = folder / "runner.py" if (folder / "runner.py").exists() else RUNNER
+    command = [sys.executable, str(runner), "--device", device, "--dir", str(folder),
+               "--out", str(out or folder / "timings.json"), *extra]
     return subprocess.run(command).returncode
 
 
@@ -252,12 +258,13 @@ def main() -> None:
     action.add_argument("--run", metavar="DIR", help="run the prepared DIR with this Python (PyTorch only)")
     action.add_argument("--report", metavar="TIMINGS", help="write BENCHMARKS.md's gpu-truth section from a run")
     parser.add_argument("--device", default="cuda", help="for --run: cuda or cpu (default: cuda)")
+    parser.add_argument("--out", type=Path, help="for --run: the timings file (default: DIR/timings.json)")
     parser.add_argument("--only", nargs="*", help="for --prepare: only the jobs whose label holds one of these")
     args, extra = parser.parse_known_args()
     if args.prepare:
         prepare(Path(args.prepare), args.only)
     elif args.run:
-        sys.exit(run(Path(args.run), args.device, extra))
+        sys.exit(run(Path(args.run), args.device, args.out, extra))
     else:
         from report import write_section
 
