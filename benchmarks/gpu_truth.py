@@ -14,7 +14,8 @@ filtering) and with gsl_eq's (rules.tensat() + rules.default(), its default limi
 quick sizes (tensat+default), and writes ResNeXt-50's grouped convs at half and at one group (TASO's
 merge_gconv, applied once and to the end). Each input and result goes into the folder as a graph
 file (gsl_eq.portable, weights as seeds), with the runner (gsl_eq/torch_runner.py, as runner.py) and
-a manifest; a result is written before its fold, so the runner computes its weights from the same
+a manifest; input and result are written before their folds (Workload.before_folds), so the runner
+computes their weights from the same
 seeds. The folder must stay under 64 MiB. ``--run`` runs the runner with this Python on CUDA (or
 ``--device cpu``): every pair on the same values, outputs compared, timed side by side (CUDA graphs,
 the median of alternating rounds), and every distinct kernel alone. ``--report`` sets the measured
@@ -75,7 +76,7 @@ def prepare_grouped(folder: str) -> list[dict]:
     from gsl_eq import Workload, models, rules
     from gsl_eq.greedy.rewrite import rewrite_once
 
-    wl = models.tensat_model("resnext50").fold_params()
+    wl = models.tensat_model("resnext50")
     merges = [r for r in rules.tensat() if r.name in ("taso:predefined.txt#0", "taso:predefined.txt#2")]
     cases, current = [], wl
     for rounds in range(1, 64):
@@ -103,15 +104,15 @@ def optimized_case(model: str, setting: str, wl, rule_list, settings: dict, fold
     start = time.perf_counter()
     result = optimize(wl, rule_list, mode="saturate", cost=GPU(), **settings)
     seconds = time.perf_counter() - start
-    unfolded = result.workload.folded_from or result.workload  # the result's weights computed from the input's
-    case = pair(model, setting, result.input, unfolded, folder)
+    case = pair(model, setting, result.input.before_folds(), result.workload.before_folds(), folder)
     case.update(optimize_s=seconds, returned_input=result.report.input_returned, stop=result.report.stop_reason,
                 calls=[result.report.calls_before, result.report.calls_after])
     return case
 
 
 def pair(model: str, setting: str, before, after, folder: Path) -> dict:
-    """Both graphs exported (the input once per model), priced by the gpu model's presets."""
+    """Both graphs exported (the input once per model), on the parameters no fold made, priced by the gpu
+    model's presets after their folds."""
     from gsl_eq.extract import GPU, graph_cost
     from gsl_eq.portable import export
 
@@ -121,8 +122,7 @@ def pair(model: str, setting: str, before, after, folder: Path) -> dict:
     if not source.exists():
         export(before, source, params="seeds")
     export(after, folder / f"{stem}.result.json", params="seeds")
-    folded = after.fold_params().graph if after.fold_calls() else after.graph
-    prices = {device: graph_cost(before.graph, GPU(device)) / graph_cost(folded, GPU(device))
+    prices = {device: graph_cost(before.folded_graph(), GPU(device)) / graph_cost(after.folded_graph(), GPU(device))
               for device in ("v100", "h200")}
     return {"name": name, "model": model, "setting": setting, "input": source.name,
             "result": f"{stem}.result.json", "model_speedup": prices["v100"], "h200_speedup": prices["h200"]}

@@ -23,7 +23,7 @@ import time
 import warnings
 import weakref
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
@@ -67,14 +67,36 @@ class Unfolded:
 FOLD_RATES = BuildRates(once=0.1, per_call={False: 2e-3, True: 0.01}, per_roofline_second={False: 50.0, True: 10.0})
 
 
+@dataclass(frozen=True)
+class Derived:
+    """Parameters folds made: each (by name) as the computation giving it from parameters no fold
+    made, and those parameters' values (shared, not copied)."""
+
+    nodes: Mapping[str, Node] = field(default_factory=lambda: MappingProxyType({}))
+    sources: Mapping[str, np.ndarray] = field(default_factory=lambda: MappingProxyType({}))
+
+    def extended(self, made: Mapping[str, Node], params: Mapping[str, np.ndarray]) -> "Derived":
+        """These and the parameters of ``made`` (a fold's new parameters, each by the node of the
+        graph it was folded from, on ``params`` and on parameters these derive)."""
+        expanded = {name: self._expanded(node) for name, node in made.items()}
+        leaves = {v.name for node in expanded.values() for v in Graph((), [node]).rpo() if v.kind is Kind.VAR}
+        sources = {**self.sources, **{name: params[name] for name in leaves if name in params}}
+        return Derived(MappingProxyType({**self.nodes, **expanded}), MappingProxyType(sources))
+
+    def _expanded(self, node: Node) -> Node:
+        graph = Graph((), [node])
+        mapping = {v: self.nodes[v.name] for v in graph.rpo() if v.kind is Kind.VAR and v.name in self.nodes}
+        return graph.replace(mapping).outputs[0] if mapping else node
+
+
 class Workload:
     """A Relax module and its parameters: what gsl_eq loads, rewrites, runs and compares."""
 
     #: The parameter-only computations :meth:`fold_params` had to leave in the graph.
     unfolded: tuple[Unfolded, ...] = ()
-    #: The workload :meth:`fold_params` made this one from (its parameter computations not yet
-    #: folded, on the parameters it took), or None.
-    folded_from: "Workload | None" = None
+    #: The parameters folds made, each as the computation giving it from parameters no fold made
+    #: (:meth:`before_folds`): kept by :meth:`fold_params` and by rewrites of this workload's graph.
+    derived: "Derived"
 
     def __init__(self, mod: tvm.IRModule, params: Mapping[str, Any] | None = None):
         self._mod = mod
@@ -385,10 +407,28 @@ class Workload:
         new_params = {**self._params, **{new_vars[node].name: value for node, value in values.items()}}
         result = Workload.from_graph(self._with_params(new_vars), new_params)
         result.unfolded = tuple(dict.fromkeys([*self.unfolded, *unfolded]))
-        result.folded_from = self
+        result.derived = self.derived.extended({new_vars[node].name: node for node in values}, self._params)
         if unfolded:
             warnings.warn(FoldWarning("; ".join(map(str, unfolded))), stacklevel=2)
         return result
+
+    def before_folds(self) -> "Workload":
+        """This workload with each parameter a fold made (:attr:`derived`) computed again from the
+        parameters it was folded from: the same function on the parameters no fold made."""
+        nodes = self.derived.nodes
+        mapping = {v: nodes[v.name] for v in self._graph.inputs if v.name in nodes}
+        if not mapping:
+            return self
+        replaced = self._graph.replace(mapping)
+        first: dict[str, Node] = {}
+        for v in (n for n in replaced.rpo() if n.kind is Kind.VAR):
+            first.setdefault(v.name, v)
+        same = {v: first[v.name] for v in replaced.rpo() if v.kind is Kind.VAR and first[v.name] is not v}
+        replaced = replaced.replace(same) if same else replaced
+        kept = [first.get(v.name, v) for v in self._graph.inputs if v not in mapping]
+        inputs = kept + [v for name, v in first.items() if name not in {k.name for k in kept}]
+        return Workload.from_graph(Graph(inputs, replaced.outputs, replaced.returns_tuple),
+                                   {**self.derived.sources, **self._params})
 
     def folded_graph(self) -> Graph:
         """The graph :meth:`fold_params` would give, without computing a value: each subgraph computed
@@ -490,6 +530,9 @@ class Workload:
 
     def __repr__(self) -> str:
         return f"Workload({len(self._graph)} nodes, inputs {self.input_names}, {len(self._params)} params)"
+
+
+Workload.derived = Derived()
 
 
 def write_arrays(path: str | Path, values: Mapping[str, np.ndarray]) -> None:

@@ -44,10 +44,10 @@ def test_the_runner_computes_what_tvm_computes(tmp_path, model):
 def test_weights_as_seeds_keep_files_small_and_draw_alike_in_input_and_result(tmp_path):
     wl = models.tensat_model("squeezenet")
     result = optimize(wl, rules.tensat(), cost=GPU(), node_limit=5_000, iter_limit=4, time_limit=30)
-    unfolded = result.workload.folded_from
-    assert unfolded is not None and unfolded.fold_calls(), "the result's weights are computed from the input's"
+    unfolded = result.workload.before_folds()
+    assert unfolded.fold_calls(), "the result's weights are computed from the input's"
     full, _ = export(result.input, tmp_path / "full.json")
-    small, _ = export(result.input, tmp_path / "in.json", params="seeds")
+    small, _ = export(result.input.before_folds(), tmp_path / "in.json", params="seeds")
     out, _ = export(unfolded, tmp_path / "out.json", params="seeds")
     assert small.with_suffix(".npz").stat().st_size < full.with_suffix(".npz").stat().st_size / 20
     shared = {e["name"] for e in json.loads(small.read_text())["params"]} & \
@@ -58,6 +58,18 @@ def test_weights_as_seeds_keep_files_small_and_draw_alike_in_input_and_result(tm
     np.testing.assert_allclose(b[0], a[0], rtol=1e-4, atol=1e-4 * float(np.abs(a[0]).max()))
     with pytest.raises(WorkloadError, match="params must be one of values, seeds"):
         export(wl, tmp_path / "x.json", params="random")
+
+
+def test_a_result_greedy_folded_step_by_step_comes_back_on_the_inputs_parameters():
+    """Greedy mode folds after every rule: its result's parameters are folds of folds. Before its folds
+    it computes them all again from the input's own parameters, and computes the same."""
+    wl = models.resnet_bottleneck()
+    result = optimize(wl, rules.default(), mode="greedy")
+    assert set(result.workload.params) - set(wl.params), "folds made parameters of their own"
+    before = result.workload.before_folds()
+    assert set(before.params) <= set(wl.params) and before.fold_calls()
+    inputs = wl.random_inputs(0)
+    np.testing.assert_allclose(before(**inputs), wl(**inputs), rtol=1e-4, atol=1e-5)
 
 
 def test_the_runner_imports_only_the_standard_library_numpy_and_torch():

@@ -392,6 +392,7 @@ def to_workload(graph: Graph, wl: Workload, fold_params: bool, deadline: float |
     reachable = set(graph.rpo())
     inputs = [v for v in graph.inputs if v.name not in wl.params or v in reachable]
     result = Workload.from_graph(Graph(inputs, graph.outputs, graph.returns_tuple), wl.params)
+    result.derived = wl.derived  # the parameters its folds made, as computed from the input's
     if not fold_params or (deadline is not None and time.perf_counter() + result.predicted_fold_seconds() > deadline):
         return result
     return result.fold_params()
