@@ -203,8 +203,10 @@ def report(timings_path: Path) -> str:
              "timings say nothing of a GPU's, they show the kit running end to end")
     taus = kernel_ranks(timings)
     lines = [
-        f"`python benchmarks/gpu_truth.py --prepare kit && python kit/runner.py --device {timings['device']}` "
-        f"{where}; PyTorch {timings['torch']}, Python {timings['python']}; {len(timings['cases'])} cases and "
+        "## GPU truth: the gpu model's results timed (benchmarks/gpu_truth.py)",
+        "",
+        f"`python benchmarks/gpu_truth.py --prepare benchmarks/data/gpu_kit`, then `--run benchmarks/data/gpu_kit "
+        f"--device {timings['device']}` {where}; PyTorch {timings['torch']}, Python {timings['python']}; {len(timings['cases'])} cases and "
         f"{len(timings['kernels'])} distinct kernels in {timings['seconds']:.0f} s. Each input and result runs op by op "
         "with PyTorch (gsl_eq/torch_runner.py) on the same drawn weights and inputs, its weight-only computations "
         "folded first; both are timed side by side in alternating rounds (median round; ± half the spread of the "

@@ -362,11 +362,12 @@ def time_kernel(node: Mapping[str, Any], types: Sequence[Any], device: str, roun
     fn = torch_op(node["op"])
     rng = np.random.default_rng(0)
     args = [_argument(t, rng, device) for t in types]
+    calls = 20 if device.startswith("cuda") else 1
     with torch.no_grad():
         call = functools.partial(fn, *args, **node["attrs"])
-        batch, how = replayable(lambda: [call() for _ in range(20)], device)
+        batch, _ = replayable(lambda: [call() for _ in range(calls)], device)
         times = round_seconds(batch, rounds=rounds, seconds=0.02, synchronize=_synchronize(device))
-    return statistics.median(times) / 20
+    return statistics.median(times) / calls
 
 
 def _argument(ty: Any, rng: np.random.Generator, device: str) -> Any:
@@ -417,6 +418,16 @@ def run_case(folder: Path, case: Mapping[str, Any], device: str, rounds: int) ->
     return record, kernels
 
 
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def _flat(out: Any) -> list[Any]:
     return list(out) if isinstance(out, tuple) else [out]
 
@@ -454,8 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         {"key": key, "op": k["node"]["op"], "attrs": k["node"]["attrs"], "types": k["types"],
          "output": k["node"]["type"], "calls": k["calls"],
          "seconds": time_kernel(k["node"], k["types"], args.device)} for key, k in kernels.items()]
-    device = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else platform.processor() \
-        or platform.machine()
+    device = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else _cpu_name()
     Path(args.out).write_text(json.dumps({
         "format": "gsl_eq.timings/1", "device": args.device, "device_name": device, "torch": torch.__version__,
         "python": platform.python_version(), "threads": torch.get_num_threads(), "seconds": time.perf_counter() - start,
