@@ -234,4 +234,5 @@ def test_a_fold_predicted_past_the_time_limit_is_not_begun_and_the_call_ends_wit
     assert "final build" not in report.timings
     (note,) = [n for n in report.notes if n.startswith("folding the result's parameter computations")]
     predicted = float(note.split("is predicted to take ")[1].split(" s")[0])
-    assert predicted > 3.0 and "past the time limit" in note
+    left = float(note.split("past the time limit (")[1].split(" s left")[0])
+    assert predicted > left  # the extraction's fold, or greedy mode's where cheaper (a smaller one), would end past it
