@@ -36,7 +36,7 @@ from .extract import Extraction, greedy_dag_extract, ilp_candidates, tree_extrac
 from .frontend import Subst
 from .graph import Graph, Kind, Node
 from .graph.work import roofline_seconds
-from .greedy.rewrite import greedy, to_workload
+from .greedy.rewrite import GreedyResult, greedy, to_workload
 from .limits import callers_heap_frozen, check_count, check_seconds
 from .verify import Reference
 from .workload import FOLD_RATES, FoldWarning, Workload
@@ -503,7 +503,7 @@ def _fold_reserve(wl: Workload) -> float:
 
 
 def _greedy_rival(wl: Workload, rule_list: list[Subst], iter_limit: int, node_limit: int,
-                  deadline: float) -> Any:
+                  deadline: float) -> GreedyResult | None:
     """Greedy mode's result with the rules it can run, by ``deadline``: saturate mode's rival."""
     runnable = [rule for rule in rule_list if rule.connected]
     left = deadline - time.perf_counter()
@@ -512,7 +512,7 @@ def _greedy_rival(wl: Workload, rule_list: list[Subst], iter_limit: int, node_li
     return greedy(wl, runnable, max_rounds=iter_limit, node_limit=node_limit, time_limit=left)
 
 
-def _against_greedy(out: Workload, others: Iterator[Alternative], rival: Any, model: CostModel,
+def _against_greedy(out: Workload, others: Iterator[Alternative], rival: GreedyResult, model: CostModel,
                     report: OptimizeReport) -> tuple[Workload, Iterator[Alternative], dict[Node, frozenset[str]]]:
     """The extraction, or greedy mode's result where that costs less (the other then a candidate after
     it); greedy's result is a candidate after the extraction's others in any case."""

@@ -85,10 +85,11 @@ class Optimize:
     def transform_module(self, mod: tvm.IRModule, ctx: tvm.transform.PassContext) -> tvm.IRModule:
         _known_to_tvm(GslEqError)
         chosen = self._chosen(mod)
-        unknown = sorted(set(self.bind) - symbolic_dims(mod))
+        dims = symbolic_dims(mod)
+        unknown = sorted(set(self.bind) - dims)
         if unknown:
             raise GslEqError(f"bind names {unknown}, which are not symbolic dimensions of the module "
-                             f"(it has {sorted(symbolic_dims(mod)) or 'none'})")
+                             f"(it has {sorted(dims) or 'none'})")
         optimized = {gv: self._function(gv.name_hint, func) for gv, func in chosen}
         out = mod.clone()
         for gv, func in optimized.items():
@@ -112,9 +113,9 @@ class Optimize:
         self.runs.append(run)
         if self.on_run is not None:
             self.on_run(run)
-        optimized = result.workload.bound_module()["main"]
+        optimized = result.workload.bound_module()["main"].without_attr("global_symbol")
         attrs = {k: v for k, v in (func.attrs or {}).items() if k not in ("num_input", "params")}
-        return optimized.without_attr("global_symbol").with_attrs(attrs) if attrs else optimized.without_attr("global_symbol")
+        return optimized.with_attrs(attrs) if attrs else optimized
 
 
 def pipeline(rules: Sequence[Subst] | Optimize | None = None, target: str | tvm.target.Target | None = None,

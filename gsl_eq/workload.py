@@ -96,7 +96,7 @@ class Workload:
     unfolded: tuple[Unfolded, ...] = ()
     #: The parameters folds made, each as the computation giving it from parameters no fold made
     #: (:meth:`before_folds`): kept by :meth:`fold_params` and by rewrites of this workload's graph.
-    derived: "Derived"
+    derived: Derived = Derived()
 
     def __init__(self, mod: tvm.IRModule, params: Mapping[str, Any] | None = None):
         self._mod = mod
@@ -530,9 +530,6 @@ class Workload:
 
     def __repr__(self) -> str:
         return f"Workload({len(self._graph)} nodes, inputs {self.input_names}, {len(self._params)} params)"
-
-
-Workload.derived = Derived()
 
 
 def write_arrays(path: str | Path, values: Mapping[str, np.ndarray]) -> None:
