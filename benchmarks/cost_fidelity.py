@@ -102,11 +102,11 @@ def main() -> None:
     from scipy.stats import kendalltau
 
     from gsl_eq import Workload, models, optimize, rules
-    from gsl_eq.extract import get_cost_model, graph_cost
-    from gsl_eq.extract.tvm_cost import TVMCost
+    from gsl_eq.cost import get_cost_model, graph_cost
+    from gsl_eq.cost.tvm_cost import TVMCost
     from gsl_eq.graph import Kind
-    from gsl_eq.schedule_db import ScheduleDatabase
-    from gsl_eq.selection import time_candidates
+    from gsl_eq.measure.schedule_db import ScheduleDatabase
+    from gsl_eq.optimizer.selection import time_candidates
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS))
@@ -225,7 +225,7 @@ def main() -> None:
 
 
 def _has(expr, name: str) -> bool:
-    from gsl_eq.workload import _post_order
+    from gsl_eq.workload.workload import _post_order
     from tvm import relax
 
     return any(isinstance(e, relax.Var) and e.name == name for e in _post_order(expr))

@@ -2,7 +2,7 @@
 two independently seeded draws of schedules, beside PyTorch eager on the same op.
 
 Each case is a computation and its equal forms (a rewrite's sides). Every form is built through a
-:class:`~gsl_eq.schedule_db.ScheduleDatabase` (each kernel the best of ``--samples`` MetaSchedule
+:class:`~gsl_eq.measure.schedule_db.ScheduleDatabase` (each kernel the best of ``--samples`` MetaSchedule
 design-space draws, or tuned by MetaSchedule's search for ``--trials``) and the forms are timed in alternating rounds; then again under a database seeded
 otherwise. The spread between the two draws says whether a ranking holds or is the luck of a draw.
 PyTorch eager runs the first form with as many threads as TVM uses.
@@ -101,8 +101,8 @@ def _torch_ms(make: Callable[[], tuple], threads: int, rounds: int) -> float:
 
 def main() -> None:
     from gsl_eq import Workload
-    from gsl_eq.schedule_db import ScheduleDatabase
-    from gsl_eq.selection import time_candidates
+    from gsl_eq.measure.schedule_db import ScheduleDatabase
+    from gsl_eq.optimizer.selection import time_candidates
 
     cases = _cases()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -157,7 +157,7 @@ def main() -> None:
 def _verdict(form, first) -> str:
     """Whether ``form`` ran faster or slower than the case's first form beyond the timing noise of both
     (measured selection's test), or neither."""
-    from gsl_eq.selection import faster
+    from gsl_eq.optimizer.selection import faster
 
     return "faster" if faster(form, first) else "slower" if faster(first, form) else "tie"
 

@@ -35,10 +35,10 @@ def measure(name: str, full: bool, samples: int) -> dict:
     from run import eager_row, max_diff, tvm_pipeline
 
     from gsl_eq import optimize, rules
-    from gsl_eq.extract.tvm_cost import TVMCost
+    from gsl_eq.cost.tvm_cost import TVMCost
     from gsl_eq.models.registry import load_model
-    from gsl_eq.schedule_db import ScheduleDatabase
-    from gsl_eq.selection import time_candidates
+    from gsl_eq.measure.schedule_db import ScheduleDatabase
+    from gsl_eq.optimizer.selection import time_candidates
 
     wl = load_model(name, quick=not full)
     start = time.perf_counter()

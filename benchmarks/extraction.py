@@ -76,8 +76,8 @@ def _saturated(name: str) -> tuple[dict, list, dict]:
     """Saturate one case (in a worker process) and return its priced e-graph with integer class ids."""
     from gsl_eq import rules
     from gsl_eq.egraph import Runner
-    from gsl_eq.extract import get_cost_model
-    from gsl_eq.extract.choose import priced, roots
+    from gsl_eq.cost import get_cost_model
+    from gsl_eq.optimizer.choose import priced, roots
     from gsl_eq.models import ac_sum, hf_gpt2, zoo_model
 
     library = list({r.name: r for r in [*rules.default(), *rules.algebraic()]}.values())
@@ -112,8 +112,8 @@ def _saturated_gpu(name: str, every: bool) -> tuple[dict, list, dict]:
     from gsl_eq import rules
     from gsl_eq.egraph import Runner
     from gsl_eq.egraph.cycles import closing_cycles
-    from gsl_eq.extract import get_cost_model
-    from gsl_eq.extract.choose import priced, roots
+    from gsl_eq.cost import get_cost_model
+    from gsl_eq.optimizer.choose import priced, roots
     from gsl_eq.models import tensat_model
 
     wl = tensat_model(name).fold_params()

@@ -13,7 +13,7 @@ seconds are in BENCHMARKS.md; ``--no-kernels`` skips timing each kernel alone, `
 filtering) and with gsl_eq's (rules.tensat() + rules.default(), its default limits), the zoo at its
 quick sizes (tensat+default), and writes ResNeXt-50's grouped convs at half and at one group (TASO's
 merge_gconv, applied once and to the end). Each input and result goes into the folder as a graph
-file (gsl_eq.portable, weights as seeds), with the runner (gsl_eq/torch_runner.py, as runner.py) and
+file (gsl_eq.workload.portable, weights as seeds), with the runner (gsl_eq/workload/torch_runner.py, as runner.py) and
 a manifest; input and result are written before their folds (Workload.before_folds), so the runner
 computes their weights from the same
 seeds. The folder must stay under 64 MiB. ``--run`` runs the runner with this Python on CUDA (or
@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(ROOT))  # the gsl_eq of this checkout (--run imports neither: it runs the runner alone)
-RUNNER = ROOT / "gsl_eq" / "torch_runner.py"
+RUNNER = ROOT / "gsl_eq" / "workload" / "torch_runner.py"
 LIMIT_BYTES = 64 * 2**20
 TENSAT_MODELS = ("bert", "nasrnn", "resnext50", "nasnet_a", "inception_v3", "squeezenet", "vgg19")
 ZOO_MODELS = ("bert", "nasrnn", "resnext50", "nasnet_a", "inception_v3", "squeezenet", "vgg19", "resnet50",
@@ -74,7 +74,7 @@ def prepare_grouped(folder: str) -> list[dict]:
     applied once, and until no grouped conv is left; the merged kernels are left computed from the
     input's (the runner folds them)."""
     from gsl_eq import Workload, models, rules
-    from gsl_eq.greedy.rewrite import rewrite_once
+    from gsl_eq.greedy.rewriter import rewrite_once
 
     wl = models.tensat_model("resnext50")
     merges = [r for r in rules.tensat() if r.name in ("taso:predefined.txt#0", "taso:predefined.txt#2")]
@@ -99,7 +99,7 @@ def prepare_grouped(folder: str) -> list[dict]:
 def optimized_case(model: str, setting: str, wl, rule_list, settings: dict, folder: Path) -> dict:
     """``wl`` optimized in saturate mode under the gpu model, input and result exported into ``folder``."""
     from gsl_eq import optimize
-    from gsl_eq.extract import GPU
+    from gsl_eq.cost import GPU
 
     start = time.perf_counter()
     result = optimize(wl, rule_list, mode="saturate", cost=GPU(), **settings)
@@ -113,8 +113,8 @@ def optimized_case(model: str, setting: str, wl, rule_list, settings: dict, fold
 def pair(model: str, setting: str, before, after, folder: Path) -> dict:
     """Both graphs exported (the input once per model), on the parameters no fold made, priced by the gpu
     model's presets after their folds."""
-    from gsl_eq.extract import GPU, graph_cost
-    from gsl_eq.portable import export
+    from gsl_eq.cost import GPU, graph_cost
+    from gsl_eq.workload.portable import export
 
     name = f"{model} · {setting}"
     stem = "".join(c if c.isalnum() else "_" for c in name).strip("_")
@@ -208,7 +208,7 @@ def report(timings_path: Path) -> str:
         f"`python benchmarks/gpu_truth.py --prepare benchmarks/data/gpu_kit`, then `--run benchmarks/data/gpu_kit "
         f"--device {timings['device']}` {where}; PyTorch {timings['torch']}, Python {timings['python']}; {len(timings['cases'])} cases and "
         f"{len(timings['kernels'])} distinct kernels in {timings['seconds']:.0f} s. Each input and result runs op by op "
-        "with PyTorch (gsl_eq/torch_runner.py) on the same drawn weights and inputs, its weight-only computations "
+        "with PyTorch (gsl_eq/workload/torch_runner.py) on the same drawn weights and inputs, its weight-only computations "
         "folded first; both are timed side by side in alternating rounds (median round; ± half the spread of the "
         "rounds over the median); model speedup is the gpu model's (a V100), H200 preset the same model with "
         "H200's published figures; agree: outputs equal within 1e-3 of their scale.",
@@ -233,7 +233,7 @@ def kernel_ranks(timings: dict) -> dict:
     """Kendall's tau between each preset's price of every kernel timed and its measured seconds."""
     from scipy.stats import kendalltau
 
-    from gsl_eq.extract import GPU
+    from gsl_eq.cost import GPU
     from gsl_eq.graph import TensorType, TupleType
 
     def typed(t):

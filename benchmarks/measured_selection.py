@@ -48,7 +48,7 @@ def model(name: str):
 
 def versus_input(wl, result, passes, schedules) -> tuple[float, float, float]:
     """result / input, its noise band and result / TVM passes, timed under ``schedules``."""
-    from gsl_eq.selection import time_candidates
+    from gsl_eq.optimizer.selection import time_candidates
 
     again = time_candidates([("input", wl), *[("input again", wl)] * AA_BUILDS, ("result", result),
                              ("TVM passes", passes)], schedules, rounds=ROUNDS, seed=1)
@@ -60,7 +60,7 @@ def versus_input(wl, result, passes, schedules) -> tuple[float, float, float]:
 
 def main() -> None:
     from gsl_eq import optimize, rules
-    from gsl_eq.schedule_db import ScheduleDatabase
+    from gsl_eq.measure.schedule_db import ScheduleDatabase
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS))

@@ -9,7 +9,7 @@ Each model is written in PyTorch with random weights (fixed seeds), exported wit
    and compiled with ``tvm.compile(mod, "llvm")``;
 3. compiled with ``tvm.compile(mod, "llvm", relax_pipeline=gsl_eq.transform.pipeline(rules.default()))``;
 4. (unless ``--quick``) both TVM variants built through the schedule database
-   (:class:`gsl_eq.schedule_db.ScheduleDatabase`: every kernel scheduled by the best of a few
+   (:class:`gsl_eq.measure.schedule_db.ScheduleDatabase`: every kernel scheduled by the best of a few
    MetaSchedule design-space draws, the same schedule for the same kernel in both), since TVM's
    default build leaves every kernel unscheduled.
 
@@ -155,7 +155,7 @@ def measure(name: str, quick: bool, samples: int) -> dict:
     from tvm.relax.frontend.onnx import from_onnx
 
     from gsl_eq import rules
-    from gsl_eq.schedule_db import ScheduleDatabase
+    from gsl_eq.measure.schedule_db import ScheduleDatabase
     from gsl_eq.transform import pipeline
 
     threads = os.cpu_count() or 1
@@ -303,7 +303,7 @@ def section(rows: list[dict], args: argparse.Namespace, total: float) -> str:
     ]
     if not args.quick:
         lines[-1] += (" The scheduled columns build both TVM modules (the frontend's, and the one gsl_eq's pass "
-                      "returned) through the schedule database (gsl_eq.schedule_db, target "
+                      "returned) through the schedule database (gsl_eq.measure.schedule_db, target "
                       f"`{target}`): each kernel scheduled by the best of {args.samples} MetaSchedule design-space "
                       f"draws of its llvm rules (seed {SEED}, no tuning), the same kernel the same schedule in both.")
     rounds = QUICK_ROUNDS if args.quick else ROUNDS

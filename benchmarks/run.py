@@ -14,7 +14,7 @@ loaded), so its peak memory is its own.
 ``--quick`` runs small versions of the models (19 minutes on 2 cores, most of it building and timing with TVM);
 the full run takes the published shapes. Both write BENCHMARKS.md's "suite"
 section (quick and full runs are kept apart) and the JSON results.
-``--address`` runs the models as Ray tasks (gsl_eq.cluster), each in a fresh
+``--address`` runs the models as Ray tasks (gsl_eq.run.cluster), each in a fresh
 worker process on a node of its own (a task takes the smallest node's CPUs, so
 latencies are timed with no other model beside them): on a cluster, the models
 run at once on its nodes; ``local`` starts a Ray instance on this machine.
@@ -60,7 +60,7 @@ def compile_cpu(wl):
     import tvm
     from tvm import relax
 
-    from gsl_eq.schedule_db import ScheduleDatabase
+    from gsl_eq.measure.schedule_db import ScheduleDatabase
 
     return relax.VirtualMachine(ScheduleDatabase(samples=SAMPLES, seed=SEED).build(wl.mod), tvm.cpu())
 
@@ -129,7 +129,7 @@ def max_diff(a, b) -> float:
 def measure_one(name: str, quick: bool) -> dict:
     """Everything about one model (run in a child process)."""
     from gsl_eq import models, optimize, rules
-    from gsl_eq.extract import Roofline
+    from gsl_eq.cost import Roofline
 
     model = Roofline()
     start = time.perf_counter()
@@ -205,7 +205,7 @@ def measure_logged(name: str, quick: bool, log: str) -> dict:
 def measure_on_ray(names: list[str], quick: bool, logs: Path, address: str):
     """Each model's row as its Ray task finishes: ``(name, row)``. A task takes a whole node (the
     smallest node's CPUs) and a fresh worker process, as :func:`measure_in_child` takes a process."""
-    from gsl_eq.cluster import Cluster
+    from gsl_eq.run.cluster import Cluster
 
     with Cluster(address) as cluster:
         cpus = min(n["cpus"] for n in cluster.nodes())
@@ -261,7 +261,7 @@ def main() -> None:
 
 
 def _target() -> str:
-    from gsl_eq.schedule_db import ScheduleDatabase
+    from gsl_eq.measure.schedule_db import ScheduleDatabase
 
     return str(ScheduleDatabase(samples=SAMPLES, seed=SEED).target)
 
@@ -275,7 +275,7 @@ def report(rows: list[dict], kind: str) -> str:
              f"e-nodes, {LIMITS['iter_limit']} iterations, {LIMITS['time_limit']:.0f} s for the whole call "
              f"(saturation, extraction and the rest share it), of which the ILP takes at most "
              f"{ILP_TIME_LIMIT:.0f} s. Latency: TVM llvm build on the CPU (target {_target()}) through the "
-             f"schedule database (gsl_eq.schedule_db: each kernel scheduled by the best of {SAMPLES} design-space draws of "
+             f"schedule database (gsl_eq.measure.schedule_db: each kernel scheduled by the best of {SAMPLES} design-space draws of "
              f"MetaSchedule's llvm rules, seed {SEED}, no tuning), median of {REPEAT} runs "
              f"taken in {ROUNDS} rounds that alternate the four variants. Peak MB: the process's peak resident "
              "memory through model building and both optimizations, before any TVM build. "

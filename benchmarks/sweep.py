@@ -33,7 +33,7 @@ LIMITS = dict(iter_limit=15, time_limit=120.0)
 
 def serial(cells: list) -> tuple[float, list[dict]]:
     """Every cell's task in a loop in this process (gsl_eq already imported, models built once)."""
-    from gsl_eq.sweep import run_cell
+    from gsl_eq.sweeps import run_cell
 
     start = time.perf_counter()
     lines = [run_cell(cell) for cell in cells]
@@ -42,7 +42,7 @@ def serial(cells: list) -> tuple[float, list[dict]]:
 
 def on_ray(address: str | None, cpus: int | None, output: Path) -> tuple[float, list[dict]]:
     """The sweep on Ray (a local instance of ``cpus`` CPUs when ``address`` is None), from start to end."""
-    from gsl_eq.sweep import sweep
+    from gsl_eq.sweeps import sweep
 
     start = time.perf_counter()
     result = sweep(**GRID, **LIMITS, output=output, address=address, num_cpus=cpus)
@@ -72,7 +72,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray instance (default: 2)")
     args = parser.parse_args()
-    from gsl_eq.sweep import grid
+    from gsl_eq.sweeps import grid
 
     cells = grid(**GRID, **LIMITS)
     work = Path(tempfile.mkdtemp(prefix="gsl_eq_sweep_bench_"))
@@ -98,7 +98,7 @@ def main() -> None:
         f"{', '.join(GRID['models'])} (quick sizes) x rule sets {', '.join(GRID['rules'])} x modes "
         f"{', '.join(GRID['modes'])} x cost models {', '.join(GRID['costs'])}, ILP extraction, "
         f"iter_limit={LIMITS['iter_limit']}, time_limit={LIMITS['time_limit']:.0f} s (no cell reaches it). "
-        "Serial: each cell's task (gsl_eq.sweep.run_cell: the model built once per process, optimize(), "
+        "Serial: each cell's task (gsl_eq.sweeps.run_cell: the model built once per process, optimize(), "
         "the check of the result with TVM) in a loop in this process, gsl_eq already imported. Ray: "
         "gsl_eq.sweep() from its call to its return: starting Ray (the local instance; the cluster was "
         "started before), its worker processes (one Ray actor per CPU; each imports gsl_eq and TVM and builds "

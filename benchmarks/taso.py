@@ -50,7 +50,7 @@ def rules_of(name: str) -> list:
 
 def measure(model: str, rule_set: str, settings: str, full: bool, measured: bool) -> dict:
     from gsl_eq import models, optimize, rules
-    from gsl_eq.extract import get_cost_model, graph_cost
+    from gsl_eq.cost import get_cost_model, graph_cost
 
     wl = models.zoo_model(model, **({} if full else QUICK[model]))
     roofline = get_cost_model("roofline")

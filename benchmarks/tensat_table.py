@@ -67,7 +67,7 @@ MCTS = {"bert": (22.35, 33.71), "inception_v3": (18.34, 18.94), "nasnet_a": (17.
 
 def gpu_model(fusion: str = "epilogues", torch_device: str | None = None):
     """The gpu model (V100) fusing as ``fusion`` says; measured on ``torch_device`` when one is given."""
-    from gsl_eq.extract import GPU, MeasuredGPU
+    from gsl_eq.cost import GPU, MeasuredGPU
 
     return GPU(fusion=fusion) if torch_device is None else MeasuredGPU(fusion=fusion, torch_device=torch_device)
 
@@ -101,8 +101,8 @@ def tensat_price(graph, apart: bool, rewritten: bool, torch_device: str | None =
     (:func:`activations_apart`), each is a kernel of its own in the input; in a result, TENSAT's rule
     has fused those after a stride-1 conv with SAME padding (converted#62, ``relu(conv2d 1 1 0 0) =>
     conv2d 1 1 0 2``) and the others stay kernels."""
-    from gsl_eq.extract import graph_cost
-    from gsl_eq.extract.gpu_cost import TASO_ACTIVATIONS, TASO_ANCHORS
+    from gsl_eq.cost import graph_cost
+    from gsl_eq.cost.gpu_cost import TASO_ACTIVATIONS, TASO_ANCHORS
     from gsl_eq.graph import Kind
 
     if apart and not rewritten:
@@ -139,7 +139,7 @@ def measure(model: str, rule_set: str, node_limit: int, every_iteration: bool = 
     ``taso_pricing``: optimized under TASO's fusion (activations only) instead of the gpu model's;
     ``timing_only``: the search's seconds alone; ``torch_device``: every price measured there."""
     from gsl_eq import models, optimize
-    from gsl_eq.extract import graph_cost
+    from gsl_eq.cost import graph_cost
     from gsl_eq.rules.sets import rule_set as rules_of
 
     wl = models.tensat_model(model) if graphs == "tensat" else models.zoo_model(model)
@@ -176,7 +176,7 @@ def grouped_convs(graph, model) -> dict | None:
     """The input's grouped convs, each priced alone as a kernel: how many, their share of the
     input's cost, and how much dearer each is at half its groups (TASO's merge_gconv: a
     block-diagonal kernel of twice the input channels per group)."""
-    from gsl_eq.extract import graph_cost
+    from gsl_eq.cost import graph_cost
     from gsl_eq.graph import Kind
     from gsl_eq.graph.types import TensorType
 

@@ -1,6 +1,6 @@
 """PyTorch eager on a gsl_eq graph: the benchmarks' reference for what a CPU framework runs.
 
-:func:`~gsl_eq.torch_ops.eager` interprets a workload's graph op by op with
+:func:`~gsl_eq.workload.torch_ops.eager` interprets a workload's graph op by op with
 ``torch.nn.functional``; :func:`eager_seconds` times that under ``torch.no_grad`` with a given
 number of threads. Callers compare its outputs with TVM's before timing it.
 
@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from gsl_eq.torch_ops import eager, round_seconds
+from gsl_eq.workload.torch_ops import eager, round_seconds
 
 __all__ = ["eager", "eager_seconds", "median_seconds"]
 

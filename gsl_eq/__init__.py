@@ -12,26 +12,30 @@ import sys
 import types
 from typing import Any
 
-from . import executors
+from .run import executors
 from .errors import ArgumentError, GslEqError, UnsupportedModuleError, WorkloadError
 
 executors.set_default(f"{__name__}.greedy")  # calling a rule runs greedy mode: wired here, not in the language
 
 #: The names the package exports lazily, by the module that defines them. To export a name, add it here.
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "cost": ("CostModel",),
     "frontend": ("GSLError", "Subst", "attr", "op", "pat", "spec"),
     "graph": ("Graph", "from_relax", "to_relax"),
     "greedy.explain": ("Explanation", "explain"),
-    "optimize": ("OptimizeReport", "OptimizeResult", "optimize"),
+    "optimizer": ("OptimizeReport", "OptimizeResult", "optimize"),
     "orderings": ("OrderingComparison", "compare_orderings"),
-    "portable": ("export",),
     "soundness": ("RuleCheck", "check_rule"),
-    "sweep": ("SweepResult", "sweep"),
+    "sweeps": ("SweepResult", "sweep"),
     "workload": ("FoldWarning", "Unfolded", "Workload"),
+    "workload.portable": ("export",),
 }
+#: Subpackages the README's first examples use, exported by name (``from gsl_eq import rules``).
+_SUBPACKAGES = ("models", "rules")
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ = sorted(["ArgumentError", "GslEqError", "UnsupportedModuleError", "WorkloadError", *_MODULE_OF])
+__all__ = sorted(["ArgumentError", "GslEqError", "UnsupportedModuleError", "WorkloadError", *_MODULE_OF,
+                  *_SUBPACKAGES])
 
 
 def __getattr__(name: str) -> Any:
@@ -53,16 +57,3 @@ def __dir__() -> list[str]:
     loaded = (name for name, value in globals().items() if isinstance(value, types.ModuleType)
               and value.__name__.startswith(f"{__name__}."))
     return sorted({*__all__, *loaded})
-
-
-class _Package(types.ModuleType):
-    """The package module. ``gsl_eq.optimize`` is both a submodule and the function it defines: importing
-    the submodule binds it on the package, and the package keeps the function under that name instead."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _MODULE_OF and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

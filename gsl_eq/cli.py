@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from .optimize import OptimizeReport, OptimizeResult
+    from .optimizer import OptimizeReport, OptimizeResult
     from .workload import Workload
 
 #: The models optimize and orderings know by name: the keys of model_registry().
@@ -45,9 +45,9 @@ MODEL_NAMES = (
     "transformer_encoder_layer", "vgg19", "vit",
     "wav2vec2", "whisper_encoder",
 )
-MODES = ("saturate", "greedy")  # gsl_eq.optimize.MODES
-EXTRACTORS = ("ilp", "greedy", "tree", "egglog")  # gsl_eq.optimize.EXTRACTORS
-COST_MODELS = ("opcount", "roofline", "measured", "tvm", "gpu", "gpu-measured")  # gsl_eq.extract.cost.COST_MODELS
+MODES = ("saturate", "greedy")  # gsl_eq.optimizer.pipeline.MODES
+EXTRACTORS = ("ilp", "greedy", "tree", "egglog")  # gsl_eq.optimizer.pipeline.EXTRACTORS
+COST_MODELS = ("opcount", "roofline", "measured", "tvm", "gpu", "gpu-measured")  # gsl_eq.cost.model.COST_MODELS
 RULE_SETS = {
     "default": "a safe inference pipeline: legalization, structural clean-up, batch norms folded or lowered, "
                "fusions that never add work",
@@ -172,7 +172,7 @@ def optimize_with_progress(console: Console, wl: Workload, rule_list: list, mode
     nothing behind: no bar, no blank line, in a pipe or a log file)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .optimize import optimize
+    from .optimizer import optimize
 
     iterations = options.get("iter_limit", DEFAULTS["iter_limit"])
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
@@ -205,14 +205,14 @@ def numeric_check(a: Workload, b: Workload) -> float:
 
 def shown_unit(unit: str) -> str:
     """The unit tables print costs of the report's ``unit`` in (seconds as us)."""
-    from .optimize import display_unit
+    from .optimizer.pipeline import display_unit
 
     return display_unit(unit)[0]
 
 
 def fmt_cost(cost: float, unit: str) -> str:
     """A cost of the report's ``unit`` in the unit tables print (shown_unit)."""
-    from .optimize import display_unit
+    from .optimizer.pipeline import display_unit
 
     shown, factor = display_unit(unit)
     value = cost * factor
@@ -308,7 +308,7 @@ def demo(console: Console) -> int:
 def greedy_runnable(console: Console, spec: str, both: bool = False) -> list:
     """The rules of ``spec`` greedy mode can run (a connected source); says what it leaves out. ``both``:
     saturation runs the same rules, to be compared with greedy mode."""
-    from .sweep.cells import greedy_rules
+    from .sweeps.cells import greedy_rules
 
     kept, left_out = greedy_rules(spec)
     if left_out:
@@ -323,7 +323,7 @@ def run_optimize(console: Console, args: argparse.Namespace) -> int:
     rules = greedy_runnable(console, args.rules) if args.mode == "greedy" else rule_set(args.rules)
     schedules = None
     if args.select == "measured" or args.cost == "tvm":
-        from .schedule_db import ScheduleDatabase
+        from .measure.schedule_db import ScheduleDatabase
 
         schedules = ScheduleDatabase(samples=args.schedule_samples)
     result = optimize_with_progress(
@@ -453,7 +453,7 @@ def run_sweep(console: Console, args: argparse.Namespace) -> int:
     then the summary table. Exits with 1 if a cell failed."""
     from rich.markup import escape
 
-    from .sweep import sweep
+    from .sweeps import sweep
 
     def names(text: str) -> list[str]:
         return [name.strip() for name in text.split(",")]

@@ -19,17 +19,18 @@ from typing import Any, Sequence
 import tvm
 
 from .errors import GslEqError
-from .extract import CostModel, get_cost_model
+from .cost import CostModel, get_cost_model
 from .frontend import Subst
-from .limits import check_count
-from .optimize import OptimizeReport, as_rule_list, as_workload, cost_unit, display_unit, optimize, speedup
+from .run.limits import check_count
+from .optimizer import OptimizeReport, optimize
+from .optimizer.pipeline import as_rule_list, as_workload, cost_unit, display_unit, speedup
 from .workload import Workload
 
 
 @dataclass
 class OrderingComparison:
     """Greedy mode's report under each ordering (rule names in order) and saturate mode's report;
-    costs in ``cost_unit`` (see :func:`~gsl_eq.optimize.cost_unit`)."""
+    costs in ``cost_unit`` (see :func:`~gsl_eq.optimizer.pipeline.cost_unit`)."""
 
     cost_model: str
     cost_before: float
@@ -164,7 +165,7 @@ def compare_orderings(
 
     ``address``: run the orderings and the saturation as Ray tasks at once, on the cluster at
     ``address`` (``"auto"``, ``"ray://HOST:PORT"``, a head's ``"HOST:PORT"``) or on a local
-    instance started for the call (``"local"``); see :class:`~gsl_eq.cluster.Cluster`. The
+    instance started for the call (``"local"``); see :class:`~gsl_eq.run.cluster.Cluster`. The
     workload and the rules go to the object store once; each task returns its report. The costs
     are those of the serial run (default: None, one run after another in this process).
     """
@@ -197,7 +198,7 @@ def _report(workload: Workload | tvm.IRModule, rules: list[Subst], mode: str, co
 def _on_ray(address: str, workload: Workload | tvm.IRModule, rules: list[Subst], cost: CostModel,
             jobs: list[tuple[str, list[int] | None, dict[str, Any]]]) -> list[OptimizeReport]:
     """The reports of ``jobs`` run as Ray tasks, in the order of ``jobs``; a task's error is raised."""
-    from .cluster import Cluster
+    from .run.cluster import Cluster
 
     reports: list[OptimizeReport | None] = [None] * len(jobs)
     with Cluster(address) as cluster:  # an IRModule does not pickle; its workload does (see Workload.__reduce__)

@@ -22,8 +22,8 @@ from tvm import relax
 
 from .errors import GslEqError, UnsupportedModuleError
 from .frontend import Subst
-from .importers import bind_symbolic, detached, symbolic_dims
-from .optimize import OptimizeResult, optimize
+from .workload.importers import bind_symbolic, detached, symbolic_dims
+from .optimizer import OptimizeResult, optimize
 from .workload import Workload
 
 
@@ -54,7 +54,7 @@ class Optimize:
         The GSL rules (default: :func:`gsl_eq.rules.default`).
     mode, cost
         As :func:`gsl_eq.optimize` takes them: ``"saturate"`` or ``"greedy"``; a cost model's name or
-        a :class:`~gsl_eq.extract.CostModel`.
+        a :class:`~gsl_eq.cost.CostModel`.
     params
         Values of function parameters that are weights, by parameter name; they are bound as
         constants in the module returned.

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from gsl_eq import Workload
-from gsl_eq.verify import Reference
+from gsl_eq.optimizer.verify import Reference
 
 
 def run_both(a: Workload, b: Workload):
     """``a``'s outputs and ``b``'s on the same random inputs. ``a``'s come from
-    :class:`gsl_eq.verify.Reference`: ``a`` built apart to run once, remembered by content, so the
+    :class:`gsl_eq.optimizer.verify.Reference`: ``a`` built apart to run once, remembered by content, so the
     original a test passed to optimize() is not built again (optimize's check built it). ``b`` runs
     with its build (an optimize() result's, which its check ran), or one made to run once here."""
     reference = Reference.of(a)

@@ -8,7 +8,7 @@ import time
 
 import psutil
 
-from gsl_eq.bounded import run_bounded, run_parallel
+from gsl_eq.run.bounded import run_bounded, run_parallel
 
 
 def test_run_parallel_maps_every_index_here_and_in_a_helper_process():
@@ -85,7 +85,7 @@ def test_a_stopped_computation_stops_its_workers(tmp_path):
 
 def test_work_on_few_enodes_runs_in_this_process():
     """Forking a process with TVM loaded costs more than small work can overrun its limit by."""
-    from gsl_eq.bounded import IN_PROCESS_ENODES
+    from gsl_eq.run.bounded import IN_PROCESS_ENODES
 
     here = os.getpid()
     assert run_bounded(os.getpid, 60, enodes=IN_PROCESS_ENODES) == here

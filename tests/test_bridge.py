@@ -7,7 +7,8 @@ from tvm.script import ir as I
 from tvm.script import relax as R
 from tvm.script import tirx as T
 
-from gsl_eq import UnsupportedModuleError, from_relax, to_relax
+from gsl_eq.errors import UnsupportedModuleError
+from gsl_eq import from_relax, to_relax
 from gsl_eq.graph import Kind
 from gsl_eq.models import (
     bert_encoder,

@@ -1,4 +1,4 @@
-"""What a build that runs once is predicted to take (gsl_eq.build_time): the fold's and the check's rates."""
+"""What a build that runs once is predicted to take (gsl_eq.workload.build_time): the fold's and the check's rates."""
 
 import dataclasses
 
@@ -7,8 +7,9 @@ import pytest
 from tvm import relax
 from tvm.relax import op as R
 
-from gsl_eq import Workload, workload
-from gsl_eq.build_time import OPTIMIZED_ONCE_ABOVE, REMEMBERED_RATES, BuildRates, optimized
+from gsl_eq import Workload
+from gsl_eq.workload import workload
+from gsl_eq.workload.build_time import OPTIMIZED_ONCE_ABOVE, REMEMBERED_RATES, BuildRates, optimized
 from gsl_eq.graph import Kind
 from gsl_eq.graph.work import roofline_seconds
 

@@ -6,7 +6,7 @@ import tvm
 from tvm import relax
 
 from gsl_eq import Workload, models
-from gsl_eq.cpu_build import build, reductions_inside
+from gsl_eq.workload.cpu_build import build, reductions_inside
 from gsl_eq.models.blocks import var
 
 
@@ -62,7 +62,7 @@ def test_a_copy_tvms_fusion_fails_on_is_built_again_from_a_fresh_copy():
     # for one copy, and builds from another copy
     from pathlib import Path
 
-    from gsl_eq.cpu_build import _in_fusion, on_fresh_copies
+    from gsl_eq.workload.cpu_build import _in_fusion, on_fresh_copies
 
     source = (Path(__file__).parent / "data" / "nasrnn_split_parts.tvmscript").read_text()
     target = tvm.target.Target("llvm")

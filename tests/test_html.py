@@ -11,7 +11,7 @@ import pytest
 
 from gsl_eq import optimize, rules
 from gsl_eq.cli import main
-from gsl_eq.drawing import draw
+from gsl_eq.graph.drawing import draw
 from gsl_eq.graph import Kind
 from gsl_eq.graph.diff import compare
 from gsl_eq.models import bert_encoder, diamond_conv, polynomial

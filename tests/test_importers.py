@@ -15,7 +15,8 @@ torch = pytest.importorskip("torch")
 import onnx  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
 
-from gsl_eq import Workload, WorkloadError, optimize, rules  # noqa: E402
+from gsl_eq import Workload, optimize, rules
+from gsl_eq.errors import WorkloadError  # noqa: E402
 from gsl_eq.graph import Kind  # noqa: E402
 
 from .exported import attention, cnn, onnx_file, onnxruntime_outputs  # noqa: E402
@@ -162,7 +163,7 @@ def test_an_exported_program_imports_with_its_weights_as_parameters():
 
 
 def test_an_exported_program_with_a_dynamic_batch_is_bound():
-    from gsl_eq.importers import symbolic_dims
+    from gsl_eq.workload.importers import symbolic_dims
     from tvm.relax.frontend.torch import from_exported_program
 
     model, inputs = cnn()
@@ -208,8 +209,8 @@ def test_the_command_line_optimizes_an_onnx_file_with_its_batch_bound(tmp_path, 
 
 
 def test_a_sweep_takes_an_onnx_file_as_a_model(tmp_path):
-    from gsl_eq.sweep.cells import grid
-    from gsl_eq.sweep.task import load_model
+    from gsl_eq.sweeps.cells import grid
+    from gsl_eq.sweeps.task import load_model
 
     model, inputs = cnn()
     path = onnx_file(model, inputs, tmp_path / "net.onnx")

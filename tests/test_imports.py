@@ -1,5 +1,5 @@
 """Data flows one way: each package of gsl_eq imports only the packages before it in the pipeline,
-and no two modules import each other (imports for type checking only are not counted)."""
+and no two modules import each other, for type checking either."""
 
 import ast
 import subprocess
@@ -15,9 +15,8 @@ ROOT = Path(gsl_eq.__file__).parent
 #: comes before every executor; saturate mode (egraph) reuses greedy mode's matcher and builder.
 #: The Ray engine (cluster) knows nothing of gsl_eq: the schedule database, compare_orderings,
 #: sweeps and the benchmark suite run their tasks on it.
-LAYERS = ["errors", "script_safety", "torch_runner", "executors", "limits", "bounded", "disk_cache", "cluster", "graph", "drawing", "cpu_build", "buildable", "build_time", "importers", "workload", "portable", "torch_ops", "models", "frontend", "rules",
-          "greedy", "soundness", "egraph", "tuning", "schedule_db", "extract", "verify", "selection", "pages", "optimize",
-          "transform", "orderings", "sweep", "cli"]
+LAYERS = ["errors", "run", "graph", "measure", "workload", "models", "frontend", "rules", "greedy", "soundness",
+          "egraph", "extract", "cost", "pages", "optimizer", "transform", "orderings", "sweeps", "cli"]
 
 
 def module_name(path: Path) -> tuple[str, ...]:
@@ -26,11 +25,10 @@ def module_name(path: Path) -> tuple[str, ...]:
 
 
 def imports(path: Path) -> set[tuple[str, ...]]:
-    """The gsl_eq modules (dotted parts below gsl_eq) ``path`` imports at run time, wherever in it."""
+    """The gsl_eq modules (dotted parts below gsl_eq) ``path`` imports, wherever in it: at run time, in a
+    function, or for type checking only (a type names its module as much as a call does)."""
     tree = ast.parse(path.read_text())
-    type_only = {id(node) for branch in ast.walk(tree)
-                 if isinstance(branch, ast.If) and "TYPE_CHECKING" in ast.unparse(branch.test)
-                 for node in ast.walk(branch)}
+    type_only: set[int] = set()
     here = module_name(path)
     package = here if path.name == "__init__.py" else here[:-1]
     found = set()
@@ -64,8 +62,9 @@ def test_each_package_imports_only_packages_before_it():
 
 
 def test_the_language_imports_no_executor():
-    frontend = {target[0] for module, targets in MODULES.items() if module[0] == "frontend" for target in targets}
-    assert not frontend & {"greedy", "egraph", "extract", "optimize", "cluster", "sweep"}
+    frontend = {target for module, targets in MODULES.items() if module[0] == "frontend" for target in targets}
+    assert not {target[0] for target in frontend} & {"greedy", "egraph", "extract", "optimizer", "sweeps"}
+    assert ("run", "cluster") not in frontend
 
 
 def test_the_language_names_no_executor_even_to_import_it_later():
@@ -92,7 +91,7 @@ print(dict(Subst(op.ReLU(op.ReLU(x)), op.ReLU(x))(wl).graph.op_counts()))
 
 
 def test_only_the_engine_imports_ray():
-    """Ray is an extra: only gsl_eq.cluster imports it, and only inside its functions (import gsl_eq stays light)."""
+    """Ray is an extra: only gsl_eq.run.cluster imports it, and only inside its functions (import gsl_eq stays light)."""
     importers = set()
     for path in ROOT.rglob("*.py"):
         tree = ast.parse(path.read_text())
@@ -102,7 +101,7 @@ def test_only_the_engine_imports_ray():
             if any(name.split(".")[0] == "ray" for name in names):
                 importers.add(module_name(path))
                 assert not any(node is top for top in tree.body), f"{path} imports ray at module level"
-    assert importers == {("cluster",)}
+    assert importers == {("run", "cluster")}
 
 
 def test_no_two_modules_import_each_other():
@@ -128,3 +127,31 @@ def test_no_two_modules_import_each_other():
         if module not in state:
             visit(module, [module])
     assert not cycles, "\n".join(cycles)
+
+
+SHADOWING = """
+import functools, importlib, sys
+import gsl_eq
+modules = {modules!r}
+def touch_exports():
+    for name in gsl_eq.__all__:
+        getattr(gsl_eq, name)
+def import_modules(order):
+    for dotted in order:
+        exec(f"import {{dotted}}")
+        reached = functools.reduce(getattr, dotted.split(".")[1:], gsl_eq)
+        assert reached is sys.modules[dotted], f"{{dotted}} is {{reached!r}}, not the module"
+{steps}
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("steps", ["touch_exports(); import_modules(modules)",
+                                   "import_modules(modules[::-1]); touch_exports(); import_modules(modules)"])
+def test_no_exported_name_shadows_a_module(steps):
+    """No import trap: with every exported name touched, before or after, every module of the package
+    imports with ``import gsl_eq.a.b`` and ``gsl_eq.a.b`` reached by attributes is that module."""
+    modules = sorted("gsl_eq." + ".".join(module) for module in MODULES)
+    script = SHADOWING.format(modules=modules, steps=steps)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

@@ -12,12 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gsl_eq import WorkloadError, export, models, optimize, rules
-from gsl_eq.extract import GPU
+from gsl_eq.errors import WorkloadError
+from gsl_eq import export, models, optimize, rules
+from gsl_eq.cost import GPU
 
 torch = pytest.importorskip("torch")
-from gsl_eq import torch_runner  # noqa: E402
-from gsl_eq.torch_runner import Program, read_graph  # noqa: E402
+from gsl_eq.workload import torch_runner  # noqa: E402
+from gsl_eq.workload.torch_runner import Program, read_graph  # noqa: E402
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))

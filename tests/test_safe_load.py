@@ -1,6 +1,6 @@
 """Loading a saved workload runs no code (issue 77): TVM's TVMScript parser evaluates the text's
 expressions as Python, so Workload.load (and gsl-eq optimize on a saved file) checks the text first
-(gsl_eq.script_safety) and parses it with no Python builtins; what TVM's printer writes still loads."""
+(gsl_eq.workload.script_safety) and parses it with no Python builtins; what TVM's printer writes still loads."""
 
 import os
 import re
@@ -11,7 +11,9 @@ import tvm
 import tvm_ffi
 from tvm import relax
 
-from gsl_eq import Workload, WorkloadError, cli, script_safety
+from gsl_eq import Workload, cli
+from gsl_eq.errors import WorkloadError
+from gsl_eq.workload import script_safety
 from gsl_eq.models import diamond_conv
 from gsl_eq.models.registry import QUICK, model_registry
 

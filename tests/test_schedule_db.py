@@ -7,7 +7,7 @@ import tvm
 from tvm import relax
 from tvm.s_tir import meta_schedule as ms
 
-from gsl_eq.schedule_db import ScheduleDatabase
+from gsl_eq.measure.schedule_db import ScheduleDatabase
 
 
 def module() -> tvm.IRModule:
@@ -96,7 +96,7 @@ def test_a_draw_for_this_cpu_imports_the_cpu_tensor_intrinsics_alone(tmp_path):
 
     code = ("import sys\n"
             "from tests.test_schedule_db import module\n"
-            "from gsl_eq.schedule_db import ScheduleDatabase\n"
+            "from gsl_eq.measure.schedule_db import ScheduleDatabase\n"
             f"db = ScheduleDatabase(samples=1, cache_dir={str(tmp_path)!r})\n"
             "assert db._draw(db.kernels(module())[0], 1)\n"
             "print(sorted(m.rsplit('.', 1)[-1] for m in sys.modules if m.startswith('tvm.s_tir.tensor_intrin')))\n")

@@ -16,13 +16,14 @@ import ray
 from ray.cluster_utils import Cluster as RayCluster
 from tvm import relax
 
-from gsl_eq import GslEqError, compare_orderings, optimize, rules
+from gsl_eq.errors import GslEqError
+from gsl_eq import compare_orderings, optimize, rules
 from gsl_eq.cli import main
-from gsl_eq.cluster import Cluster, check_address, next_group
+from gsl_eq.run.cluster import Cluster, check_address, next_group
 from gsl_eq.models.registry import load_model
 from gsl_eq.rules.sets import rule_set
-from gsl_eq.schedule_db import ScheduleDatabase
-from gsl_eq.sweep import Cell, ResultsFile, grid, run_cell, sweep
+from gsl_eq.measure.schedule_db import ScheduleDatabase
+from gsl_eq.sweeps import Cell, ResultsFile, grid, run_cell, sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = dict(models=["diamond_conv", "inception_block"], rules=["default", "tvm"], modes=["greedy", "saturate"],
@@ -86,8 +87,8 @@ def test_the_grid_expands_every_dimension_with_stable_keys():
 
 
 def test_each_ordering_is_told_apart_in_the_table_the_page_and_the_chart(tmp_path, monkeypatch):
-    from gsl_eq.sweep.cells import Cell
-    from gsl_eq.sweep.summary import SweepResult
+    from gsl_eq.sweeps.cells import Cell
+    from gsl_eq.sweeps.summary import SweepResult
 
     cells = grid(["diamond_conv"], ["default"], ["greedy"], ["opcount"], orderings=3, seed=1, time_limit=5)
     lines = [{"key": cell.key, **cell.identity(), "cost_before": 10.0, "cost_after": 8.0 + k, "speedup": 10 / (8 + k)}
@@ -288,14 +289,14 @@ def test_the_schedule_database_is_filled_by_ray_tasks_into_one_cache(connected, 
     """The kernels go to the tasks as TVMScript, each task keys its kernel as the driver does, and the
     winning draws come back into the one cache file. The tasks' draws are not timed here: a worker's
     first draw imports TVM's tensor intrinsics (25 s on 2 cores); tests/test_schedule_db.py times them."""
-    from gsl_eq import schedule_db
+    from gsl_eq.measure import schedule_db
 
     def measure(settings: dict, script: str) -> tuple[str, list]:  # by value to the workers: a draw, untimed
         import os
 
         import tvm
 
-        from gsl_eq.schedule_db import ScheduleDatabase
+        from gsl_eq.measure.schedule_db import ScheduleDatabase
 
         kernel = tvm.script.from_source(script)
         kernel = kernel if isinstance(kernel, tvm.IRModule) else tvm.IRModule({"main": kernel})

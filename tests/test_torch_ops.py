@@ -7,7 +7,7 @@ import pytest
 from tvm import relax
 
 from gsl_eq import Workload, models
-from gsl_eq.torch_ops import eager, round_seconds, torch_op, torch_ops
+from gsl_eq.workload.torch_ops import eager, round_seconds, torch_op, torch_ops
 
 pytest.importorskip("torch")
 

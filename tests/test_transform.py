@@ -9,7 +9,8 @@ import tvm
 import tvm_ffi
 from tvm import relax
 
-from gsl_eq import GslEqError, UnsupportedModuleError, rules
+from gsl_eq.errors import GslEqError, UnsupportedModuleError
+from gsl_eq import rules
 from gsl_eq.transform import FunctionRun, Optimize, pipeline
 
 from .exported import attention, cnn

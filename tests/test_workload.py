@@ -6,8 +6,8 @@ import pytest
 import tvm_ffi
 from tvm import relax
 
-from gsl_eq import WorkloadError
-from gsl_eq.drawing import DrawingError
+from gsl_eq.errors import WorkloadError
+from gsl_eq.graph.drawing import DrawingError
 from gsl_eq.graph import Graph, Kind, Node
 from gsl_eq.models import diamond_conv, resnet_bottleneck
 from gsl_eq.models.blocks import var
@@ -112,7 +112,7 @@ def test_workloads_share_their_read_only_parameters_and_key_them_by_content():
 def test_a_build_that_runs_once_is_optimized_where_its_run_would_cost_more():
     """Folding or checking builds without LLVM's optimizations, except where the roofline cost per call
     says unoptimized code would run longer than optimizing takes: a product of two weight matrices."""
-    from gsl_eq.build_time import OPTIMIZED_ONCE_ABOVE
+    from gsl_eq.workload.build_time import OPTIMIZED_ONCE_ABOVE
 
     x, w1, w2 = tvar("x", 4, 512), tvar("w1", 512, 512), tvar("w2", 512, 512)
     heavy = Workload.from_expr(R.matmul(x, R.matmul(w1, w2)), ["x"])

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ..bounded import run_bounded
+from ..run.bounded import run_bounded
 
 
 @dataclass

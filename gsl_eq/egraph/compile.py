@@ -24,7 +24,7 @@ nodes written as egglog facts, one *slot* per node, and becomes egglog rules:
   wiring to the slots), is a **variant**; the forms of the nodes it creates go
   into tables keyed by the key. Rows of rejected keys are dropped (*reject*);
   :meth:`Query.decide` says why a key is rejected (:data:`SOURCE_GUARD_FALSE` or a
-  :class:`~gsl_eq.greedy.rewrite.Refusal`'s text).
+  :class:`~gsl_eq.greedy.rewriter.Refusal`'s text).
 * *apply* rules, one per variant, read worklist rows (never the e-graph), create
   the target e-nodes, union each source output with its target and delete the row.
   What they did is not recorded: once a term is chosen, the *provenance* rules (the
@@ -73,7 +73,7 @@ from ..frontend.pat import (Alt, Call, Cond, Const, GetItem, OpWithTrait, Patter
 from ..graph import Graph, Kind, Node
 from ..graph.types import Type
 from ..greedy.match import Matcher
-from ..greedy.rewrite import Rejection, build_target
+from ..greedy.rewriter import Rejection, build_target
 from .egraph import BUCKETS, EGraph, constructor_name, head_name, mix, want_relation
 
 #: The parts of a variant's program (:meth:`Query.variant_program`), in the order they are defined.
@@ -439,8 +439,8 @@ class Query:
         Returns the variant the built target takes and, for each node it creates,
         its form (or a constant's value id); or, when the key is rejected, why:
         :data:`SOURCE_GUARD_FALSE` (the matcher refuses it, or cannot evaluate a
-        guard on it) or the :class:`~gsl_eq.greedy.rewrite.Refusal` text of
-        :func:`~gsl_eq.greedy.rewrite.build_target` (the target cannot be typed, an
+        guard on it) or the :class:`~gsl_eq.greedy.rewriter.Refusal` text of
+        :func:`~gsl_eq.greedy.rewriter.build_target` (the target cannot be typed, an
         output's type would change).
         """
         nodes = self._materialize(eg, key)

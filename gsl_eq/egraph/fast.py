@@ -26,7 +26,7 @@ import time
 
 from egglog import bindings as egg
 
-from ..limits import StopReason
+from ..run.limits import StopReason
 from .calls import Counts, OutOfTime
 from .egraph import SPAN
 from .report import Iteration

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ..limits import StopReason
+from ..run.limits import StopReason
 
 
 @dataclass

@@ -30,7 +30,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from ..frontend import Subst
 from ..graph import Graph
-from ..limits import StopReason, check_count, check_seconds
+from ..run.limits import StopReason, check_count, check_seconds
 from .attribution import Attribution, attribute
 from .calls import Counts, EngineCalls, OutOfTime
 from .compile import MAX_VARIADIC, Query, Rulesets, compile_rule

@@ -23,7 +23,7 @@ from ..frontend.pat import Variadic
 from ..graph import Graph, Node
 from ..graph.walk import postorder
 from ..greedy.match import Matcher
-from ..greedy.rewrite import Rejection, build_target
+from ..greedy.rewriter import Rejection, build_target
 from .egraph import EGraph
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 
-from ..limits import StopReason
+from ..run.limits import StopReason
 from .calls import Counts
 from .egraph import BUCKETS, BucketSpan
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from ..graph.walk import postorder
 from .cyclic import cyclic_parts
-from .extractors import Indexed
+from .indexed import Indexed
 from .fusion import fusion_rows, fusion_terms, taken
 from .implied import implied_rows
 from .parts import part_nodes, with_parts

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..egraph.cycles import strong_components
-from .extractors import Indexed
+from .indexed import Indexed
 
 
 def cyclic_parts(graph: Indexed, nodes: list[int]) -> dict[int, tuple[int, int]]:

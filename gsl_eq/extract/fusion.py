@@ -27,12 +27,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from ..graph.walk import postorder
-
-if TYPE_CHECKING:
-    from .extractors import Indexed
+from .indexed import Indexed
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ its own, and the program above sees it as a leaf of that cost; the answer is the
 HiGHS starts from the warm start (the greedy DAG choice by default) and its cost bounds
 the objective, so the answer is never worse. HiGHS may overrun its own time limit
 (presolve, the first relaxation), so everything runs in a child process that is stopped
-at the limit (:func:`~gsl_eq.bounded.run_bounded`), but on e-graphs of at most
+at the limit (:func:`~gsl_eq.run.bounded.run_bounded`), but on e-graphs of at most
 1,000 e-nodes, whose programs are built and solved within milliseconds of the limit.
 """
 
@@ -59,7 +59,7 @@ import highspy
 import numpy as np
 from scipy import sparse
 
-from ..bounded import run_bounded
+from ..run.bounded import run_bounded
 from .cpsat import CpSatProgram
 from .cyclic import is_cyclic
 from .extractors import (

@@ -28,7 +28,7 @@ import collections
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .extractors import Indexed
+from .indexed import Indexed
 
 #: Above this many e-classes no implied rows are written: the sets take up to classes^2 / 16 bytes.
 IMPLIED_CLASS_LIMIT = 30_000

@@ -28,7 +28,7 @@ tuple's, so the tuple's cannot read it.)
 from __future__ import annotations
 
 from .cyclic import cyclic_parts
-from .extractors import Indexed
+from .indexed import Indexed
 from .fusion import max_saving
 
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from ..bounded import run_parallel
+from ..run.bounded import run_parallel
 from ..graph.walk import postorder
 from .extractors import PART_OP, ENodeCost, ExtractGraph, ExtractionError, Indexed, dag_cost, tree_extract
 

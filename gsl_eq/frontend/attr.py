@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import os
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from .base import PatternBase
 from .errors import ExpressionUsageError, InvalidOperandError, Loc, user_location
-
-if TYPE_CHECKING:
-    from .pat import Pattern
 
 __all__ = [
     "AttrExpr", "BinOp", "Binary", "Cond", "Const", "GetAttr", "GetItem", "In", "Len", "Map", "Max", "Min",
@@ -156,7 +154,7 @@ def to_attr(value: Any, loc: Loc | None = None) -> AttrExpr:
         return Const(value, loc)
     if isinstance(value, np.generic):
         return Const(value.item(), loc)
-    if getattr(type(value), "is_pattern", False) is True:  # a pat.Pattern (pat imports attr, not the reverse)
+    if isinstance(value, PatternBase):
         raise InvalidOperandError(
             f"pattern {value!r} is used where an attribute expression is expected; read one of its attributes (p.shape, p.axis, ...)",
             loc,
@@ -202,7 +200,7 @@ class GetAttr(AttrExpr):
 
     __slots__ = ("pattern", "name")
 
-    def __init__(self, pattern: Pattern, name: str, loc: Loc | None = None):
+    def __init__(self, pattern: PatternBase, name: str, loc: Loc | None = None):
         loc = loc if loc is not None else user_location()
         pattern.check_readable(name, loc)
         self.pattern = pattern

@@ -28,6 +28,7 @@ import numpy as np
 
 from . import spec
 from .attr import AttrExpr, GetAttr, Symbol, to_attr
+from .base import PatternBase
 from .errors import (
     ArityError,
     ExpressionUsageError,
@@ -44,12 +45,11 @@ __all__ = [
 ]
 
 
-class Pattern:
+class Pattern(PatternBase):
     """Base of all patterns: ordered ``inputs``, attribute expressions ``attrs``, ``loc``, ``free``."""
 
     __slots__ = ("loc", "inputs", "attrs", "free")
     kind: ClassVar[str] = "Pattern"
-    is_pattern: ClassVar[bool] = True  # how attr.to_attr knows one without importing this module
 
     def __init__(self, inputs: Iterable[Pattern], attrs: Mapping[str, Any], loc: Loc):
         self.loc = loc

@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .. import executors
+from ..run import executors
 from . import attr as A
 from . import check
 from .errors import DisconnectedSourceError, InvalidOperandError, Loc, user_location

@@ -1,7 +1,7 @@
 """What one op call computes and moves: its floating-point operations (:func:`op_flops`) and
 the bytes it reads and writes (:func:`op_bytes`), by table, and the time a roofline gives them
-(:func:`roofline_seconds`); the analytic cost models (:class:`~gsl_eq.extract.cost.Roofline`,
-:class:`~gsl_eq.extract.gpu_cost.GPU`) price these, and a build that runs once is optimized by them
+(:func:`roofline_seconds`); the analytic cost models (:class:`~gsl_eq.cost.model.Roofline`,
+:class:`~gsl_eq.cost.gpu_cost.GPU`) price these, and a build that runs once is optimized by them
 (:meth:`~gsl_eq.workload.Workload.once_target`)."""
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ def op_bytes(op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: 
 def roofline_seconds(op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type,
                      peak_flops: float = 50e9, bandwidth: float = 10e9, overhead: float = 2e-6) -> float:
     """One call's time by the roofline: ``max(flops / peak_flops, bytes / bandwidth) + overhead``
-    (the defaults: a small 2-core CPU, see :class:`~gsl_eq.extract.cost.Roofline`)."""
+    (the defaults: a small 2-core CPU, see :class:`~gsl_eq.cost.model.Roofline`)."""
     compute = op_flops(op, attrs, inputs, output) / peak_flops
     memory = op_bytes(op, attrs, inputs, output) / bandwidth
     return max(compute, memory) + overhead

@@ -1,8 +1,8 @@
 """Greedy mode: GSL's direct, destructive matcher and rewriter (seed 000)."""
 
 from .match import Match, Matcher
-from .rewrite import GreedyResult, greedy, rewrite, rewrite_graph, rewrite_once
-from .. import executors
+from .rewriter import GreedyResult, greedy, rewrite, rewrite_graph, rewrite_once
+from ..run import executors
 
 executors.register(lambda rule, wl, fold_params: rewrite(wl, rule, fold_params=fold_params)[0])
 

@@ -29,7 +29,7 @@ from ..frontend.pat import Call, Pattern, Variadic
 from ..graph import Graph, Kind, Node
 from ..workload import Workload
 from .match import Failure, Matcher
-from .rewrite import Rejection, build_target
+from .rewriter import Rejection, build_target
 
 
 @dataclass

@@ -3,7 +3,7 @@
     result = optimize(wl, rules.default(), mode="saturate")
     result.to_html("report.html")          # calls result_page(result).write(...)
 
-The input and the result are drawn side by side (:mod:`gsl_eq.drawing`), the nodes the
+The input and the result are drawn side by side (:mod:`gsl_eq.graph.drawing`), the nodes the
 rewrite made or rewired marked in the result and those it removed marked in the input
 (:mod:`gsl_eq.graph.diff`); hovering a node gives its op, shape and cost. Then the
 rules the result uses and what each did, the cost of each op kind before and after
@@ -14,21 +14,27 @@ under the run's cost model, the e-graph's growth per iteration and why it stoppe
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping, Protocol
 
-from ..drawing import MARKS, Drawing, draw
-from ..extract.cost import CostModel, display_unit, get_cost_model, speedup
+from ..graph.drawing import MARKS, Drawing, draw
+from ..cost.model import CostModel, display_unit, get_cost_model, speedup
 from ..graph import Graph, Kind, Node
 from ..graph.diff import GraphDiff, compare
 from .html import Page, bar_chart, cards, esc, fmt, inline_svg, table
 
-if TYPE_CHECKING:
-    from ..optimize import OptimizeResult
+__all__ = ["MAX_NODES", "Optimized", "op_costs", "result_page"]
 
-__all__ = ["MAX_NODES", "op_costs", "result_page"]
+
+class Optimized(Protocol):
+    """What a result page reads: an :class:`~gsl_eq.optimizer.OptimizeResult` (pages come before the
+    optimizer, so they name its shape, not its class). ``input``, ``cost`` and ``origins`` are read
+    where present."""
+
+    report: Any  # an OptimizeReport
+    workload: Any  # the Workload returned
 
 #: Graphs with more nodes than this are drawn reduced: repeated blocks folded, then only the
-#: changed neighbourhoods (see :mod:`gsl_eq.drawing`).
+#: changed neighbourhoods (see :mod:`gsl_eq.graph.drawing`).
 MAX_NODES = 300
 
 
@@ -46,7 +52,7 @@ def op_costs(graph: Graph, model: CostModel) -> dict[str, tuple[int, float]] | N
     return out
 
 
-def result_page(result: "OptimizeResult", title: str | None = None, cost: CostModel | str | None = None,
+def result_page(result: Optimized, title: str | None = None, cost: CostModel | str | None = None,
                 max_nodes: int | None = MAX_NODES) -> Page:
     """The page of ``result`` (see the module's docstring). Costs are priced with ``cost``, by
     default the model the run used. Graphs larger than ``max_nodes`` are drawn reduced (None:

@@ -9,14 +9,10 @@ models, rule sets and modes, and for greedy mode's rule orderings against satura
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from ..extract.cost import display_unit, speedup
+from ..cost.model import display_unit, speedup
 from .html import Page, bar_chart, cards, esc, fmt, table
-
-if TYPE_CHECKING:
-    from ..optimize import OptimizeReport
-    from ..orderings import OrderingComparison
 
 __all__ = ["COLUMNS", "LABELS", "NUMERIC", "orderings_page", "summary_page", "summary_row"]
 
@@ -31,9 +27,10 @@ LABELS = ("model", "rules", "mode", "cost_model", "extractor", "ordering")
 NUMERIC = ("cost_before", "cost_after", "speedup", "enodes", "gap", "seconds")
 
 
-def summary_row(model: str, rules: str, report: "OptimizeReport") -> dict[str, Any]:
-    """The summary row of one run of :func:`~gsl_eq.optimize.optimize` on ``model`` with the rule set
-    named ``rules``."""
+def summary_row(model: str, rules: str, report: Any) -> dict[str, Any]:
+    """The summary row of one run of :func:`~gsl_eq.optimizer.optimize` on ``model`` with the rule set
+    named ``rules``: ``report`` is its :class:`~gsl_eq.optimizer.OptimizeReport` (pages come before the
+    optimizer, so they read its fields without naming its class)."""
     return {"model": model, "rules": rules, "mode": report.mode, "cost_before": report.cost_before,
             "cost_after": report.cost_after, "speedup": report.speedup, "enodes": report.enodes,
             "stop_reason": report.stop_reason, "seconds": report.timings.get("total"), "cost_unit": report.cost_unit}
@@ -70,9 +67,10 @@ def summary_page(rows: Sequence[Mapping[str, Any]], title: str = "gsl_eq: result
     return page
 
 
-def orderings_page(comparison: "OrderingComparison", model: str = "", rules: str = "") -> Page:
-    """The page of :func:`~gsl_eq.orderings.compare_orderings`: one summary row per rule ordering of
-    greedy mode and one for saturate mode, on the summary page's machinery."""
+def orderings_page(comparison: Any, model: str = "", rules: str = "") -> Page:
+    """The page of :func:`~gsl_eq.orderings.compare_orderings` (its
+    :class:`~gsl_eq.orderings.OrderingComparison`): one summary row per rule ordering of greedy mode
+    and one for saturate mode, on the summary page's machinery."""
     rows = []
     for order, report in comparison.greedy:
         rows.append({"model": model, "rules": " > ".join(order), "mode": "greedy", "cost_before": comparison.cost_before,

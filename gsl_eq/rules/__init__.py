@@ -23,7 +23,7 @@ TVM's CPU backend runs faster), :func:`taso` and
 from __future__ import annotations
 
 from ..frontend import Subst
-from .algebraic import (
+from .algebra import (
     add_associative,
     add_associative_left,
     add_commutative,
@@ -52,7 +52,7 @@ from .broadcast import (
     split_of_element_wise,
     split_of_split_broadcast,
 )
-from .cpu import conv1x1_as_matmul, cpu, strided_conv1x1_as_matmul
+from .cpu_forms import conv1x1_as_matmul, cpu, strided_conv1x1_as_matmul
 from .conv import (
     conv_mul,
     conv_shortcut_add,
@@ -63,11 +63,11 @@ from .conv import (
     parallel_group_conv_variadic,
     two_conv_add,
 )
-from .legalize import bool_cumsum, bool_equal
+from .legalization import bool_cumsum, bool_equal
 from .elementwise import bias_add_add, bias_add_right, merge_element_wise, merge_element_wise_variadic
 from .matmul import parallel_matmul, parallel_matmul_variadic
 from .norm import conv_batch_norm, conv_bias_batch_norm, lower_batch_norm, lower_layer_norm
-from .structure import (
+from .structural import (
     dispatch_tuple,
     identity_reshape,
     reshape_reshape,

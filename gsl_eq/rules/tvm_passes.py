@@ -10,8 +10,8 @@ CombineParallelMatmul          :func:`parallel_matmul_bias_variadic`,
                                :func:`~gsl_eq.rules.matmul.parallel_matmul_variadic`
 FoldBatchnormToConv2D          :func:`~gsl_eq.rules.norm.conv_batch_norm`
 DecomposeOpsForInference       :func:`~gsl_eq.rules.norm.lower_batch_norm`
-RemoveRedundantReshape         :func:`~gsl_eq.rules.structure.reshape_reshape`,
-                               :func:`~gsl_eq.rules.structure.identity_reshape`
+RemoveRedundantReshape         :func:`~gsl_eq.rules.structural.reshape_reshape`,
+                               :func:`~gsl_eq.rules.structural.identity_reshape`
 =============================  ===============================================
 
 CombineParallelMatmul also carries activations (relu, gelu, silu) through the
@@ -26,7 +26,7 @@ from ..frontend import Subst, op, pat
 from ._common import concat_each, split_back
 from .matmul import parallel_matmul_variadic
 from .norm import conv_batch_norm, lower_batch_norm
-from .structure import identity_reshape, reshape_reshape
+from .structural import identity_reshape, reshape_reshape
 
 
 def parallel_matmul_bias_variadic() -> Subst:

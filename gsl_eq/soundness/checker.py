@@ -34,7 +34,7 @@ from typing import Any, Iterable, NamedTuple, Sequence
 import numpy as np
 
 from ..frontend import Subst
-from ..greedy.rewrite import Refusal, Rejection, build_target, to_workload
+from ..greedy.rewriter import Refusal, Rejection, build_target, to_workload
 from ..errors import WorkloadError
 from ..workload import Workload, random_array
 from ..graph.types import to_relax_type

@@ -11,7 +11,7 @@ from gsl_eq import optimize, rules
 from gsl_eq.egraph import Runner, StopReason
 from gsl_eq.egraph.calls import SECONDS_PER_MATCH, TRIAL_FLOOR, EngineCalls
 from gsl_eq.models import ac_sum, polynomial
-from gsl_eq.verify import Reference
+from gsl_eq.optimizer.verify import Reference
 from tests.conftest import assert_same_outputs
 
 EXPLOSIVE = {
@@ -90,7 +90,7 @@ def test_optimize_releases_the_egraph_before_it_returns_and_times_that(monkeypat
         init(self, *args, **kwargs)
         egraphs.append(weakref.ref(self.egraph))
 
-    optimize_module = importlib.import_module("gsl_eq.optimize")
+    optimize_module = importlib.import_module("gsl_eq.optimizer.pipeline")
     alive_at_the_end = []
     result_init = optimize_module.OptimizeResult.__init__
 

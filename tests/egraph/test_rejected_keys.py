@@ -5,7 +5,7 @@ from tvm import relax
 from gsl_eq import Subst, Workload, op, pat
 from gsl_eq.egraph import Runner
 from gsl_eq.egraph.compile import SOURCE_GUARD_FALSE
-from gsl_eq.greedy.rewrite import Refusal
+from gsl_eq.greedy.rewriter import Refusal
 
 R = relax.op
 

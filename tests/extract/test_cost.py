@@ -7,16 +7,7 @@ import math
 
 import pytest
 
-from gsl_eq.extract import (
-    CostModel,
-    Measured,
-    OpCount,
-    Roofline,
-    get_cost_model,
-    graph_cost,
-    op_bytes,
-    op_flops,
-)
+from gsl_eq.cost import CostModel, Measured, OpCount, Roofline, get_cost_model, graph_cost, op_bytes, op_flops
 from gsl_eq.graph import Graph, Node, TensorType, TupleType, from_relax
 from gsl_eq.models import diamond_conv
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gsl_eq import Workload, models, optimize, rules
-from gsl_eq.extract import DEVICES, GPU, Device, get_cost_model, graph_cost
+from gsl_eq.cost import DEVICES, GPU, Device, get_cost_model, graph_cost
 from gsl_eq.graph import Graph, Node, TensorType, to_relax
 
 US = 1e-6

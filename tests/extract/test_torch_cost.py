@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gsl_eq import models, optimize, rules
-from gsl_eq.extract import GPU, MeasuredGPU, get_cost_model, graph_cost
+from gsl_eq.cost import GPU, MeasuredGPU, get_cost_model, graph_cost
 from gsl_eq.extract.fusion import fuses
 from gsl_eq.graph import Graph, Node, TensorType, TupleType
 

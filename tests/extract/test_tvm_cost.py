@@ -5,10 +5,10 @@ from tvm import relax
 from tvm.s_tir import meta_schedule as ms
 
 from gsl_eq import Workload, optimize, rules
-from gsl_eq.extract import get_cost_model, graph_cost
-from gsl_eq.extract.tvm_cost import TVMCost
+from gsl_eq.cost import get_cost_model, graph_cost
+from gsl_eq.cost.tvm_cost import TVMCost
 from gsl_eq.graph.types import TensorType
-from gsl_eq.schedule_db import ScheduleDatabase
+from gsl_eq.measure.schedule_db import ScheduleDatabase
 
 F32 = "float32"
 

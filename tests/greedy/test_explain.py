@@ -5,7 +5,8 @@ import json
 import pytest
 from tvm import relax
 
-from gsl_eq import ArgumentError, Subst, Workload, explain, op, pat, rules
+from gsl_eq.errors import ArgumentError
+from gsl_eq import Subst, Workload, explain, op, pat, rules
 
 R = relax.op
 

@@ -9,9 +9,9 @@ from tvm import relax
 
 from gsl_eq import Subst, Workload, op, optimize, pat
 from gsl_eq.greedy import greedy
-from gsl_eq.limits import LimitError, StopReason
+from gsl_eq.run.limits import LimitError, StopReason
 from gsl_eq.models.blocks import var
-from gsl_eq.verify import Reference
+from gsl_eq.optimizer.verify import Reference
 from tests.conftest import assert_same_outputs
 
 
@@ -59,7 +59,7 @@ def test_an_expanding_rule_stops_at_the_time_limit():
 
 
 def test_the_passes_leave_the_time_the_graph_takes_to_become_a_workload(monkeypatch):
-    rewrite = importlib.import_module("gsl_eq.greedy.rewrite")
+    rewrite = importlib.import_module("gsl_eq.greedy.rewriter")
     wl = relu_chain()
     monkeypatch.setattr(rewrite, "CONVERT_SECONDS_PER_NODE", 10.0 / len(wl.graph))  # 10 s for this graph
     result = greedy(wl, [doubling()], time_limit=5, fold_params=False)
@@ -220,7 +220,7 @@ def test_a_rewrite_past_the_time_limit_is_not_folded_and_optimize_does_not_fold_
     """A fold can take longer than the rewriting (12 s after a 3 s limit on TENSAT's NASNet-A with
     TASO's rules): past the limit greedy mode leaves the parameters as the rules computed them, and
     optimize, which prices the graph as folded, does not fold it past its own limit: it returns the input."""
-    rewrite = importlib.import_module("gsl_eq.greedy.rewrite")
+    rewrite = importlib.import_module("gsl_eq.greedy.rewriter")
 
     real = rewrite.rewrite_graph
 
@@ -249,9 +249,9 @@ def test_a_fold_predicted_to_end_past_the_time_limit_is_not_started(monkeypatch)
     """A pass can end before the limit and its fold long after it (TASO's merge_gconv on a NASNet-A:
     a pass ending before an 8 s limit, its fold of 738 calls ending at 16 s): greedy mode folds
     only what it predicts to fold in the time left, and leaves the rest as the rules computed it."""
-    from gsl_eq import workload
+    from gsl_eq.workload import workload
 
-    rewrite = importlib.import_module("gsl_eq.greedy.rewrite")
+    rewrite = importlib.import_module("gsl_eq.greedy.rewriter")
     wl = biased_chain()
     unfolded = rewrite.to_workload(greedy(wl, [negated_twice()], fold_params=False).workload.graph, wl, False)
     assert len(unfolded.fold_calls()) == 3 and unfolded.predicted_fold_seconds() > 0  # three negatives

@@ -7,7 +7,7 @@ from tvm import relax
 from gsl_eq import Subst, Workload, op, pat, rules
 from gsl_eq.graph import Graph, Kind, Node, TensorType
 from gsl_eq.greedy import Matcher, greedy, rewrite
-from gsl_eq.limits import StopReason
+from gsl_eq.run.limits import StopReason
 from gsl_eq.models import diamond_conv
 from tests.conftest import assert_same_outputs
 

@@ -3,7 +3,8 @@ serialized models, TASO's rules rewrite them, and bad model files are refused by
 
 import pytest
 
-from gsl_eq import WorkloadError, optimize, rules
+from gsl_eq.errors import WorkloadError
+from gsl_eq import optimize, rules
 from gsl_eq.models.tensat import TENSAT_MODELS, load_taso_model, tensat_bert, tensat_model, tensat_nasrnn, tensat_resnext50
 
 CONV, MATMUL, CONCAT, RELU = "relax.nn.conv2d", "relax.matmul", "relax.concat", "relax.nn.relu"

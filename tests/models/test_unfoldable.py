@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tvm
 
-from gsl_eq import FoldWarning, Workload, WorkloadError, optimize, rules
+from gsl_eq import FoldWarning, Workload, optimize, rules
+from gsl_eq.errors import WorkloadError
 from gsl_eq.greedy import greedy
 from gsl_eq.models import hf_gpt2, hf_llama
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import tvm
 
-from gsl_eq import WorkloadError, models
+from gsl_eq.errors import WorkloadError
+from gsl_eq import models
 from gsl_eq.graph import Kind, from_relax
 from gsl_eq.models.hf import hf_bert, hf_bert_module, hf_gpt2, hf_gpt2_module
 from gsl_eq.models.zoo import ZOO, zoo_model

@@ -2,8 +2,9 @@
 
 import pytest
 
-from gsl_eq import GslEqError, Subst, op, optimize, pat, rules
-from gsl_eq.limits import LimitError
+from gsl_eq.errors import GslEqError
+from gsl_eq import Subst, op, optimize, pat, rules
+from gsl_eq.run.limits import LimitError
 from gsl_eq.models import diamond_conv
 from tests.conftest import assert_same_outputs
 

@@ -6,11 +6,11 @@ import pytest
 from tvm import relax
 
 from gsl_eq import FoldWarning, Subst, Workload, op, optimize, pat, rules
-from gsl_eq.buildable import unbuildable
+from gsl_eq.workload.buildable import unbuildable
 from gsl_eq.graph import TensorType
 from gsl_eq.graph.ops import freeze, infer
-from gsl_eq.verify import Reference, compare
-from gsl_eq.extract import Roofline, graph_cost
+from gsl_eq.optimizer.verify import Reference, compare
+from gsl_eq.cost import Roofline, graph_cost
 from tests.conftest import assert_same_outputs
 
 R = relax.op
@@ -35,7 +35,7 @@ def test_the_build_probe_names_exactly_the_calls_tvm_cannot_build():
 
 def test_the_probe_builds_one_call_of_each_kind(monkeypatch):
     """Sizes do not decide what TVM can build: a kind (op, attributes but sizes, dtypes, ranks) is built once."""
-    from gsl_eq import buildable
+    from gsl_eq.workload import buildable
 
     monkeypatch.setattr(buildable, "_known", {})
     built = []
@@ -154,7 +154,8 @@ def test_the_check_is_predicted_from_the_reference_computed_first_within_the_lim
     import time
     from collections import OrderedDict
 
-    from gsl_eq import models, verify
+    from gsl_eq import models
+    from gsl_eq.optimizer import verify
 
     for memory in ("_references", "_verdicts"):  # nothing remembered from another test
         monkeypatch.setattr(verify, memory, OrderedDict())
@@ -171,7 +172,7 @@ def test_the_check_is_predicted_from_the_reference_computed_first_within_the_lim
     assert wall - report.timings.get("release", 0.0) <= 1.1 * limit
     reference = verify.Reference.of(wl)  # computed by the call, and remembered
     assert 0 < reference.seconds <= report.timings["reference"] < wall
-    optimize_module = importlib.import_module("gsl_eq.optimize")
+    optimize_module = importlib.import_module("gsl_eq.optimizer.pipeline")
     assert report.check_reserve == pytest.approx(min(verify.CHECK_MARGIN * reference.seconds,
                                                      optimize_module.CHECK_SHARE * limit))
     assert report.check_reserve < 1.0 < optimize_module.CHECK_SHARE * limit  # a small model's check: a moment
@@ -189,7 +190,8 @@ def test_a_reference_that_takes_the_limit_leaves_no_search_and_says_so(monkeypat
     import time
     from collections import OrderedDict
 
-    from gsl_eq import models, verify
+    from gsl_eq import models
+    from gsl_eq.optimizer import verify
 
     monkeypatch.setattr(verify, "_references", OrderedDict())
     compute = verify.Reference._compute

@@ -5,12 +5,12 @@ import importlib
 from gsl_eq import optimize, rules
 from gsl_eq.egraph import Runner
 from gsl_eq.extract import dag_cost, ilp_candidates
-from gsl_eq.extract.choose import as_of, priced, roots
-from gsl_eq.extract.gpu_cost import GPU
+from gsl_eq.optimizer.choose import as_of, priced, roots
+from gsl_eq.cost.gpu_cost import GPU
 from gsl_eq.models import nasrnn
 from tests.conftest import assert_same_outputs
 
-optimize_module = importlib.import_module("gsl_eq.optimize")
+optimize_module = importlib.import_module("gsl_eq.optimizer.pipeline")
 
 
 def small_nasrnn():

@@ -6,7 +6,7 @@ import weakref
 import pytest
 
 from gsl_eq import optimize, rules
-from gsl_eq.limits import callers_heap_frozen
+from gsl_eq.run.limits import callers_heap_frozen
 from gsl_eq.models import diamond_conv
 
 

@@ -11,13 +11,14 @@ from tvm.relax import op as R
 
 from gsl_eq import Workload, compare_orderings, optimize, rules
 from gsl_eq.egraph import Runner
-from gsl_eq.extract import Measured, OpCount, Roofline, greedy_dag_extract, graph_cost, ilp_extract, is_acyclic
+from gsl_eq.cost import Measured, OpCount, Roofline, graph_cost
+from gsl_eq.extract import greedy_dag_extract, ilp_extract, is_acyclic
 from gsl_eq.extract import dag_cost, tree_extract
-from gsl_eq.extract.choose import egglog_extract, priced, rebuild, roots
-from gsl_eq.greedy.rewrite import to_workload
+from gsl_eq.optimizer.choose import egglog_extract, priced, rebuild, roots
+from gsl_eq.greedy.rewriter import to_workload
 from gsl_eq.models import bert_encoder, diamond_conv, inception_block, inception_network, resnet_bottleneck
 from gsl_eq.models import transformer_encoder_layer
-from gsl_eq.verify import Reference
+from gsl_eq.optimizer.verify import Reference
 from tests.conftest import assert_same_outputs
 
 MODELS = {
@@ -227,7 +228,7 @@ def test_optimize_runs_in_a_multiprocessing_pool_worker():
     exact extraction of an e-graph past IN_PROCESS_ENODES runs in a process of its own all the same."""
     import multiprocessing
 
-    from gsl_eq.bounded import IN_PROCESS_ENODES
+    from gsl_eq.run.bounded import IN_PROCESS_ENODES
 
     with multiprocessing.get_context("spawn").Pool(1) as pool:  # spawn: this test process runs threads
         [(daemonic, enodes, status, checked)] = pool.map(_optimize_in_a_pool_worker, [0])

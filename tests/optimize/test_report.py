@@ -10,8 +10,8 @@ from tvm.relax import op as R
 
 from gsl_eq import Subst, Workload, op, optimize, pat, rules
 from gsl_eq.models import diamond_conv
-from gsl_eq.optimize import cost_unit, display_unit, speedup
-from gsl_eq.extract import Measured, OpCount, Roofline
+from gsl_eq.optimizer.pipeline import cost_unit, display_unit, speedup
+from gsl_eq.cost import Measured, OpCount, Roofline
 
 SOURCE_GUARD, UNTYPED, TYPE_CHANGE = "source guard false", "target cannot be typed", "output type would change"
 
@@ -227,7 +227,7 @@ def test_cost_units_of_the_models():
 
 
 def test_the_time_budget_says_what_a_measuring_cost_model_spent_outside_it():
-    from gsl_eq.optimize import OptimizeReport
+    from gsl_eq.optimizer import OptimizeReport
 
     def report(cost_model: str) -> OptimizeReport:
         return OptimizeReport("saturate", cost_model, 2.0, 1.0, 10, 8, timings={"price": 61.3},
@@ -244,7 +244,7 @@ def test_which_rules_a_result_uses_is_asked_only_of_a_result_cheaper_than_the_in
     then replaced: saturate mode attributes only a result it may return."""
     import importlib
 
-    module = importlib.import_module("gsl_eq.optimize")
+    module = importlib.import_module("gsl_eq.optimizer.pipeline")
     asked = []
     real = module.rules_used
     monkeypatch.setattr(module, "rules_used", lambda *args, **kwargs: asked.append(1) or real(*args, **kwargs))
@@ -271,7 +271,7 @@ def test_which_rules_a_result_uses_is_not_asked_past_the_time_limit(monkeypatch)
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(Runner, "attribute", slow)
-    monkeypatch.setattr("gsl_eq.bounded.IN_PROCESS_ENODES", 0)  # as on a large e-graph: forked
+    monkeypatch.setattr("gsl_eq.run.bounded.IN_PROCESS_ENODES", 0)  # as on a large e-graph: forked
     start = time.perf_counter()
     result = optimize(diamond_conv(), rules.default(), cost="opcount", time_limit=3.0)
     spent = time.perf_counter() - start - result.report.timings.get("check", 0.0)

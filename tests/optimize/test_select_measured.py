@@ -3,8 +3,9 @@
 import pytest
 import tvm_ffi
 
-from gsl_eq import models, optimize, rules, selection
-from gsl_eq.schedule_db import ScheduleDatabase
+from gsl_eq import models, optimize, rules
+from gsl_eq.optimizer import selection
+from gsl_eq.measure.schedule_db import ScheduleDatabase
 
 
 @pytest.fixture(scope="module")

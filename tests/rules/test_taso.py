@@ -171,7 +171,7 @@ def test_the_enlarge_merge_fuses_a_fire_module(same_outputs):
     from tvm import relax
 
     from gsl_eq import Workload, optimize
-    from gsl_eq.extract import GPU, graph_cost
+    from gsl_eq.cost import GPU, graph_cost
 
     R = relax.op
     x = relax.Var("x", relax.TensorType((1, 16, 28, 28), "float32"))
@@ -196,8 +196,8 @@ def test_a_grouped_convs_groups_merge_into_a_block_diagonal_kernel(same_outputs)
     from tvm import relax
 
     from gsl_eq import Workload, optimize
-    from gsl_eq.extract import GPU, graph_cost
-    from gsl_eq.greedy.rewrite import greedy
+    from gsl_eq.cost import GPU, graph_cost
+    from gsl_eq.greedy.rewriter import greedy
 
     merges = taso.translation("predefined.txt").rules
     groups = set()

@@ -11,7 +11,7 @@ import pytest
 from tvm import relax
 
 from gsl_eq import Workload, optimize, rules
-from gsl_eq.extract.cost import OpCount
+from gsl_eq.cost.model import OpCount
 from gsl_eq.greedy.match import Matcher
 from gsl_eq.rules import taso_equations as taso
 from gsl_eq.soundness import Verdict, check_rule
