@@ -5,7 +5,7 @@ it, beside ``default() + algebraic()`` alone.
 TASO's multi-pattern rules grow these e-graphs to the node limit with forms that seldom pay, and
 the exact extractor may find nothing past its warm start in the time left. Past
 ``EARLY_GROWTH * EARLY_ENODES`` e-nodes it first solves the e-graph as an early iteration left it
-(``gsl_eq.optimizer.pipeline.EARLY_ENODES``) and starts from that optimum; "without" sets the threshold past
+(``gsl_eq.optimizer.saturate.EARLY_ENODES``) and starts from that optimum; "without" sets the threshold past
 any e-graph. Each run is a fresh process; outputs are compared with the input's on random inputs.
 
     python benchmarks/short_limits.py [--limit 20] [--models nasrnn,inception_v3]
@@ -47,7 +47,7 @@ def measure(name: str, rules: str, cost: str, limit: float, early: bool) -> dict
     from gsl_eq.rules.sets import rule_set
 
     if not early:
-        importlib.import_module("gsl_eq.optimizer.pipeline").EARLY_GROWTH = float("inf")
+        importlib.import_module("gsl_eq.optimizer.saturate").EARLY_GROWTH = float("inf")
     wl = zoo_model(name, **MODELS[name])
     start = time.perf_counter()
     result = optimize(wl, rule_set(rules), cost=cost, time_limit=limit)

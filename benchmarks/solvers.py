@@ -44,7 +44,7 @@ def _user_egraph(model: str, kwargs: dict, rule_set: str, settings: dict) -> tup
     from gsl_eq import models, optimize
     from gsl_eq.rules.sets import rule_set as named
 
-    optimize_module = sys.modules["gsl_eq.optimizer.pipeline"]
+    optimize_module = sys.modules["gsl_eq.optimizer.saturate"]
     captured = {}
 
     def capture(egraph, roots, *args, **kwargs):

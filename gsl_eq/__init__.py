@@ -25,6 +25,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "greedy.explain": ("Explanation", "explain"),
     "optimizer": ("OptimizeReport", "OptimizeResult", "optimize"),
     "orderings": ("OrderingComparison", "compare_orderings"),
+    "run.limits": ("Limits",),
     "soundness": ("RuleCheck", "check_rule"),
     "sweeps": ("SweepResult", "sweep"),
     "workload": ("FoldWarning", "Unfolded", "Workload"),

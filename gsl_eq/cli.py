@@ -45,8 +45,8 @@ MODEL_NAMES = (
     "transformer_encoder_layer", "vgg19", "vit",
     "wav2vec2", "whisper_encoder",
 )
-MODES = ("saturate", "greedy")  # gsl_eq.optimizer.pipeline.MODES
-EXTRACTORS = ("ilp", "greedy", "tree", "egglog")  # gsl_eq.optimizer.pipeline.EXTRACTORS
+MODES = ("saturate", "greedy")  # gsl_eq.optimizer.arguments.MODES
+EXTRACTORS = ("ilp", "greedy", "tree", "egglog")  # gsl_eq.optimizer.arguments.EXTRACTORS
 COST_MODELS = ("opcount", "roofline", "measured", "tvm", "gpu", "gpu-measured")  # gsl_eq.cost.model.COST_MODELS
 RULE_SETS = {
     "default": "a safe inference pipeline: legalization, structural clean-up, batch norms folded or lowered, "
@@ -205,14 +205,14 @@ def numeric_check(a: Workload, b: Workload) -> float:
 
 def shown_unit(unit: str) -> str:
     """The unit tables print costs of the report's ``unit`` in (seconds as us)."""
-    from .optimizer.pipeline import display_unit
+    from .cost import display_unit
 
     return display_unit(unit)[0]
 
 
 def fmt_cost(cost: float, unit: str) -> str:
     """A cost of the report's ``unit`` in the unit tables print (shown_unit)."""
-    from .optimizer.pipeline import display_unit
+    from .cost import display_unit
 
     shown, factor = display_unit(unit)
     value = cost * factor

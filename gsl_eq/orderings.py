@@ -23,14 +23,15 @@ from .cost import CostModel, get_cost_model
 from .frontend import Subst
 from .run.limits import check_count
 from .optimizer import OptimizeReport, optimize
-from .optimizer.pipeline import as_rule_list, as_workload, cost_unit, display_unit, speedup
+from .cost import cost_unit, display_unit, speedup
+from .optimizer.arguments import as_rule_list, as_workload
 from .workload import Workload
 
 
 @dataclass
 class OrderingComparison:
     """Greedy mode's report under each ordering (rule names in order) and saturate mode's report;
-    costs in ``cost_unit`` (see :func:`~gsl_eq.optimizer.pipeline.cost_unit`)."""
+    costs in ``cost_unit`` (see :func:`~gsl_eq.cost.cost_unit`)."""
 
     cost_model: str
     cost_before: float

@@ -15,13 +15,13 @@ Example::
 
 from .gpu_cost import DEVICES, GPU, Device
 from .model import (
-    COST_MODELS, CostModel, Measured, OpCount, Roofline, display_unit, get_cost_model, graph_cost, op_bytes, op_flops,
-    speedup,
+    COST_MODELS, MEASURING, CostModel, Measured, OpCount, Roofline, cost_unit, display_unit, get_cost_model, graph_cost,
+    op_bytes, op_flops, speedup,
 )
 from .torch_cost import MeasuredGPU
 from .tvm_cost import TVMCost
 
 __all__ = [
-    "COST_MODELS", "CostModel", "DEVICES", "Device", "GPU", "Measured", "MeasuredGPU", "OpCount", "Roofline", "TVMCost",
-    "display_unit", "get_cost_model", "graph_cost", "op_bytes", "op_flops", "speedup",
+    "COST_MODELS", "MEASURING", "CostModel", "DEVICES", "Device", "GPU", "Measured", "MeasuredGPU", "OpCount", "Roofline", "TVMCost",
+    "cost_unit", "display_unit", "get_cost_model", "graph_cost", "op_bytes", "op_flops", "speedup",
 ]

@@ -245,6 +245,20 @@ COST_MODELS: dict[str, Callable[[], CostModel]] = {
     "gpu-measured": _gpu_measured_cost,
 }
 
+#: The built-in cost models that build and time kernels: their timing is outside a call's time limit,
+#: and they are not used for extra candidates unless asked for.
+MEASURING = ("measured", "tvm", "gpu-measured")
+
+
+def cost_unit(model: CostModel) -> str:
+    """The unit of ``model``'s costs: seconds (``"s"``) for :class:`Roofline` and :class:`Measured`,
+    ``"op calls"`` for :class:`OpCount`, else the model's ``unit`` attribute, if it has one."""
+    if isinstance(model, (Roofline, Measured)):
+        return "s"
+    if isinstance(model, OpCount):
+        return "op calls"
+    return str(getattr(model, "unit", "cost units"))
+
 
 def get_cost_model(name_or_model: str | CostModel) -> CostModel:
     """A cost model: a fresh default instance for a name (``"opcount"``, ``"roofline"``,

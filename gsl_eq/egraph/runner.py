@@ -30,7 +30,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from ..frontend import Subst
 from ..graph import Graph
-from ..run.limits import StopReason, check_count, check_seconds
+from ..run.limits import Limits, StopReason, check_count
 from .attribution import Attribution, attribute
 from .calls import Counts, EngineCalls, OutOfTime
 from .compile import MAX_VARIADIC, Query, Rulesets, compile_rule
@@ -72,16 +72,19 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
     is predicted to cost more than that (``math.inf``: never for that reason, whatever the clock says).
 
         runner = Runner(graph, rules.algebraic(), node_limit=50_000, iter_limit=30, time_limit=60)
+        runner = Runner(graph, rules.algebraic(), limits=Limits(node_limit=50_000))  # the same limits, as one
         report = runner.run()
         print(report.stop_reason, report.iterations[-1].enodes)
     """
 
-    def __init__(self, graph: Graph, rules: Sequence[Subst], node_limit: int = 50_000, iter_limit: int = 30,
-                 time_limit: float = 60.0, match_limit: int = 1000, multi_match_limit: int = 100,
+    def __init__(self, graph: Graph, rules: Sequence[Subst], node_limit: int | None = None,
+                 iter_limit: int | None = None, time_limit: float | None = None, match_limit: int = 1000, multi_match_limit: int = 100,
                  ban_length: int = 5, max_variadic: int = MAX_VARIADIC,
                  on_iteration: Callable[[Iteration], None] | None = None, params: Collection[str] = (),
                  extraction_reserve: float = 0.0, pair_iterations: int = 1, fast: bool = True,
-                 push_worth: float = PUSH_WORTH, multi_iterations: int | None = None, deadline: float | None = None):
+                 push_worth: float = PUSH_WORTH, multi_iterations: int | None = None, deadline: float | None = None,
+                 limits: Limits | None = None):
+        limits = Limits.of(limits, node_limit=node_limit, iter_limit=iter_limit, time_limit=time_limit)
         start = time.perf_counter()
         self.egraph = EGraph()
         self.graph = graph
@@ -108,11 +111,11 @@ class Runner(FastIterations, KeyDecisions, Worklists, Pairing, EngineCalls):
         self._peeking: set[int] = set()  # rules whose rows of opened buckets egglog can count
         uncompiled += self._wake(deadline)
         compiled = time.perf_counter()
-        self.node_limit, self.iter_limit = check_count("node_limit", node_limit), check_count("iter_limit", iter_limit)
+        self.node_limit, self.iter_limit = limits.node_limit, limits.iter_limit
         seeded = seed(self.egraph, graph, self.handles, self.rules, max_variadic, self.node_limit, deadline,
                       skip=uncompiled)
         self._mark_apart()
-        self.time_limit = check_seconds("time_limit", time_limit)
+        self.time_limit = limits.time_limit
         self.extraction_reserve = extraction_reserve
         self.pair_iterations = check_count("pair_iterations", pair_iterations)
         if multi_iterations is not None:

@@ -9,12 +9,14 @@ stopped them, or that they ran out of rewrites.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import math
+from dataclasses import dataclass
 from enum import Enum
 from numbers import Integral, Real
 
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..errors import GslEqError
 
@@ -73,3 +75,50 @@ def callers_heap_frozen() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
+
+
+#: The iterations (greedy mode: passes) both modes stop after unless told otherwise.
+DEFAULT_ITER_LIMIT = 30
+#: The seconds a call may take unless told otherwise.
+DEFAULT_TIME_LIMIT = 60.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The limits :func:`~gsl_eq.optimizer.optimize`, :func:`~gsl_eq.sweeps.driver.sweep` and
+    :class:`~gsl_eq.egraph.Runner` share: a size, a number of iterations, seconds of wall time.
+
+    Each takes them as one object (``limits=``) or as keyword arguments, which override its fields::
+
+        fast = Limits(node_limit=5_000, time_limit=10)
+        optimize(wl, limits=fast)
+        optimize(wl, limits=fast, time_limit=20)   # the same, with 20 s
+
+    Parameters
+    ----------
+    node_limit:
+        E-nodes the e-graph may hold (greedy mode: nodes of the graph); a memory budget.
+    iter_limit:
+        Iterations of saturation (greedy mode: passes over the rules).
+    time_limit:
+        Seconds the whole call may take.
+    """
+
+    node_limit: int = DEFAULT_NODE_LIMIT
+    iter_limit: int = DEFAULT_ITER_LIMIT
+    time_limit: float = DEFAULT_TIME_LIMIT
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "node_limit", check_count("node_limit", self.node_limit))
+        object.__setattr__(self, "iter_limit", check_count("iter_limit", self.iter_limit))
+        object.__setattr__(self, "time_limit", check_seconds("time_limit", self.time_limit))
+
+    @classmethod
+    def of(cls, limits: Limits | None = None, **given: Any) -> Limits:
+        """``limits`` (default: the defaults) with the ``given`` fields that are not None in their place;
+        a LimitError names a field that is not a positive number of the right kind."""
+        base = cls() if limits is None else limits
+        if not isinstance(base, Limits):
+            raise LimitError(f"limits must be a gsl_eq.Limits; got {_shown(base)}")
+        chosen = {name: value for name, value in given.items() if value is not None}
+        return dataclasses.replace(base, **chosen) if chosen else base

@@ -18,7 +18,7 @@ from ..errors import GslEqError
 from ..cost.model import COST_MODELS
 from ..run.limits import check_count, check_seconds
 from ..models.registry import check_model, is_model_file
-from ..optimizer.pipeline import CYCLES, EXTRACTORS, MODES
+from ..optimizer.arguments import CYCLES, EXTRACTORS, MODES
 from ..orderings import orderings_of
 from ..rules.sets import check_rule_set, rule_set
 

@@ -9,11 +9,13 @@ streamed to a JSON Lines file as it finishes; a rerun on the same file runs only
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ..run.cluster import MAX_RETRIES, Cluster, Finished, check_address
+from ..run.limits import Limits
 from .cells import Cell, grid
 from .results import ResultsFile
 from .summary import SweepResult
@@ -40,6 +42,7 @@ def sweep(
     progress: bool = False,
     on_line: Callable[[dict[str, Any]], None] | None = None,
     runtime_env: dict[str, Any] | None = None,
+    limits: Limits | None = None,
     **options: Any,
 ) -> SweepResult:
     """Run every cell of ``models`` x ``rules`` x ``modes`` x ``costs`` (x ``extractors`` for saturate
@@ -50,7 +53,8 @@ def sweep(
     ``gsl-eq optimize`` takes them; ``rules``: rule set names or sums (``tensat+default``, see
     :mod:`gsl_eq.rules.sets`); ``options``: the limits every cell's ``optimize`` gets
     (``node_limit``, ``iter_limit``, ``time_limit``, ``ilp_time_limit``, ``multi_iterations``,
-    ``cycles``). Each task builds its model and rules from their names and returns its line
+    ``cycles``); ``limits``: the first three as one :class:`~gsl_eq.run.limits.Limits` (``options``
+    override it). Each task builds its model and rules from their names and returns its line
     (:func:`~gsl_eq.sweeps.task.run_cell`). The tasks run on a pool of worker processes (Ray actors,
     one per ``cpus_per_cell`` CPUs), each fed the cells sharing most with what it ran
     (:func:`shared_work`): a worker keeps the models it built and the checks it made.
@@ -67,6 +71,8 @@ def sweep(
     """
     start = time.perf_counter()
     check_address(address)
+    if limits is not None:  # the same limits as optimize's, as one object; keyword arguments override it
+        options = {**dataclasses.asdict(Limits.of(limits)), **options}
     cells = grid(models, rules, modes, costs, extractors, orderings=orderings, seed=seed, quick=quick, **options)
     store = ResultsFile(output) if output is not None else None
     known: dict[str, dict[str, Any]] = {}

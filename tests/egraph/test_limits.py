@@ -90,7 +90,7 @@ def test_optimize_releases_the_egraph_before_it_returns_and_times_that(monkeypat
         init(self, *args, **kwargs)
         egraphs.append(weakref.ref(self.egraph))
 
-    optimize_module = importlib.import_module("gsl_eq.optimizer.pipeline")
+    optimize_module = importlib.import_module("gsl_eq.optimizer.report")
     alive_at_the_end = []
     result_init = optimize_module.OptimizeResult.__init__
 

@@ -172,7 +172,7 @@ def test_the_check_is_predicted_from_the_reference_computed_first_within_the_lim
     assert wall - report.timings.get("release", 0.0) <= 1.1 * limit
     reference = verify.Reference.of(wl)  # computed by the call, and remembered
     assert 0 < reference.seconds <= report.timings["reference"] < wall
-    optimize_module = importlib.import_module("gsl_eq.optimizer.pipeline")
+    optimize_module = importlib.import_module("gsl_eq.optimizer.budget")
     assert report.check_reserve == pytest.approx(min(verify.CHECK_MARGIN * reference.seconds,
                                                      optimize_module.CHECK_SHARE * limit))
     assert report.check_reserve < 1.0 < optimize_module.CHECK_SHARE * limit  # a small model's check: a moment

@@ -10,7 +10,7 @@ from gsl_eq.cost.gpu_cost import GPU
 from gsl_eq.models import nasrnn
 from tests.conftest import assert_same_outputs
 
-optimize_module = importlib.import_module("gsl_eq.optimizer.pipeline")
+optimize_module = importlib.import_module("gsl_eq.optimizer.saturate")
 
 
 def small_nasrnn():

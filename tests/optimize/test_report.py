@@ -10,7 +10,7 @@ from tvm.relax import op as R
 
 from gsl_eq import Subst, Workload, op, optimize, pat, rules
 from gsl_eq.models import diamond_conv
-from gsl_eq.optimizer.pipeline import cost_unit, display_unit, speedup
+from gsl_eq.cost import cost_unit, display_unit, speedup
 from gsl_eq.cost import Measured, OpCount, Roofline
 
 SOURCE_GUARD, UNTYPED, TYPE_CHANGE = "source guard false", "target cannot be typed", "output type would change"
@@ -244,7 +244,7 @@ def test_which_rules_a_result_uses_is_asked_only_of_a_result_cheaper_than_the_in
     then replaced: saturate mode attributes only a result it may return."""
     import importlib
 
-    module = importlib.import_module("gsl_eq.optimizer.pipeline")
+    module = importlib.import_module("gsl_eq.optimizer.saturate")
     asked = []
     real = module.rules_used
     monkeypatch.setattr(module, "rules_used", lambda *args, **kwargs: asked.append(1) or real(*args, **kwargs))

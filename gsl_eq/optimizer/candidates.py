@@ -1,0 +1,211 @@
+"""Which graph optimize() returns: the candidates a search found, checked in order of cost, or timed.
+
+The search offers its result first, then other graphs of the e-graph (:class:`Alternative`), one by one
+as they are asked for. :func:`checked` returns the first that costs less than the input and passes
+the check (:mod:`.verify`), folded; :func:`select_measured` times the input and a few of them as TVM
+builds them (:mod:`.selection`) and keeps the fastest. Greedy mode's result is saturate mode's rival
+(:func:`against_greedy`)::
+
+    chosen = checked(iter([Alternative("result", out, used)]), before, model, reference, report)
+    chosen.workload if chosen is not None else wl   # None: the input is returned
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Iterator, NamedTuple
+
+from ..cost import CostModel, graph_cost
+from ..frontend import Subst
+from ..graph import Graph, Kind, Node
+from ..greedy.rewriter import GreedyResult, greedy
+from ..workload import Workload
+from .report import OptimizeReport
+from .verify import Reference
+
+if TYPE_CHECKING:
+    from ..measure.schedule_db import ScheduleDatabase
+
+
+class Alternative(NamedTuple):
+    """A graph optimize() may return: where it comes from, the workload, the rules it uses."""
+
+    label: str
+    workload: Workload
+    rules_used: list[str] | None
+
+
+def reference_of(wl: Workload, report: OptimizeReport) -> Reference:
+    """What candidates are checked against (:mod:`gsl_eq.optimizer.verify`); the notes say when it is not the input."""
+    reference = Reference.of(wl)
+    if reference.label != "input":
+        report.notes.append(f"TVM cannot build the input: results are checked against the {reference.label}"
+                            if reference.outputs is not None else
+                            f"{reference.reason}: results are checked only to build and run")
+    return reference
+
+
+def checked(options: Iterable[Alternative], before: float, model: CostModel, reference: Reference,
+             report: OptimizeReport, deadline: float = math.inf) -> Alternative | None:
+    """The first of ``options`` that costs less than the input (``before``) and passes the check
+    (:mod:`gsl_eq.optimizer.verify`), folded (:func:`final_build`), or None for the input; each one that fails is in
+    ``report.fallbacks``. Past ``deadline`` no further option is tried, and none is folded whose fold is
+    predicted (:meth:`~gsl_eq.workload.Workload.predicted_fold_seconds`) to take longer than the time kept for
+    it (``report.fold_reserve``) and to end past ``deadline`` less the check's time, as the reference's took
+    (:meth:`~gsl_eq.optimizer.verify.Reference.predicted_check_seconds`; TASO's rules fold products of weight matrices,
+    11 s for TENSAT's BERT): the input is returned."""
+    remaining = iter(options)
+    while True:
+        if report.fallbacks and time.perf_counter() >= deadline:  # before making the next option, too
+            report.notes.append(f"the result failed the check ({report.fallbacks[0]}) and the time limit ended "
+                                f"the search for a cheaper graph that passes it after {len(report.fallbacks)} "
+                                "tried: the input is returned")
+            return None
+        option = next(remaining, None)
+        if option is None:
+            break
+        if option.label != "result" and graph_cost(option.workload.folded_graph(), model) >= before * (1 - 1e-9):
+            continue
+        checking = reference.predicted_check_seconds()
+        folding, left = option.workload.predicted_fold_seconds(), deadline - checking - time.perf_counter()
+        if folding > max(left, report.fold_reserve):
+            report.notes.append(f"folding the {option.label}'s parameter computations ({len(option.workload.fold_calls())} "
+                                f"calls) is predicted to take {folding:.1f} s, past the time limit ({max(left, 0.0):.1f} "
+                                f"s left before the check; a limit of {math.ceil(report.time_limit + folding - left)} s "
+                                "would leave room for it): the input is returned")
+            return None
+        option = option._replace(workload=final_build(option.workload, report.timings))
+        reason = reference.mismatch(option.workload)
+        if reason is None:
+            if report.fallbacks:
+                report.notes.append(f"the result failed the check ({report.fallbacks[0]}): {option.label} is "
+                                    "returned instead, the next cheapest that passes it")
+            return option
+        report.fallbacks.append(f"{option.label}: {reason}")
+    if report.fallbacks:
+        report.notes.append(f"the result failed the check ({report.fallbacks[0]}) and no other extraction "
+                            "cheaper than the input passes it: the input is returned")
+    return None
+
+
+def select_measured(wl: Workload, found: Iterable[Alternative], candidates: int,
+                     schedules: "ScheduleDatabase | None", model: CostModel, reference: Reference,
+                     report: OptimizeReport) -> Alternative | None:
+    """The fastest of the input and the distinct ``found`` graphs that pass the check
+    (``candidates`` in all) as TVM runs them, or None for the input: a candidate is preferred to
+    the input only if it runs faster beyond the noise under ``schedules`` and again under an
+    independently seeded draw of schedules. Fills ``report.candidates``."""
+    import tvm_ffi
+
+    from ..measure.schedule_db import ScheduleDatabase
+    from .selection import confirm, time_candidates
+
+    t = time.perf_counter()
+    key = functools.partial(tvm_ffi.structural_hash, map_free_vars=True)
+    pool: dict[int, Alternative] = {}
+    if reference.label == "input":
+        pool[key(wl.mod)] = Alternative("input", wl, [])
+    else:
+        report.notes.append("measured selection: the input cannot be built, so it is not a candidate")
+    for option in found:
+        if len(pool) >= candidates:
+            break
+        option = option._replace(workload=final_build(option.workload, report.timings))
+        k = key(option.workload.mod)
+        if k in pool:
+            same = pool[k]
+            pool[k] = same._replace(label=f"{same.label} = {option.label}")
+            continue
+        reason = reference.mismatch(option.workload)
+        if reason is None:
+            pool[k] = option
+        else:
+            report.fallbacks.append(f"{option.label}: {reason}")
+    if schedules is None:  # the tvm cost model's kernels are those the candidates are built with
+        schedules = getattr(model, "schedules", None) or ScheduleDatabase()
+    options = list(pool.values())
+    if not options:
+        report.notes.append("measured selection: no candidate builds and passes the check, the input is returned")
+        return None
+    timed = time_candidates([(o.label, o.workload) for o in options], schedules)
+    report.candidates = [{"label": c.label, "seconds": c.seconds, "rounds": c.rounds,
+                          "cost": graph_cost(c.workload.graph, model)} for c in timed]
+    has_input = options[0].label.startswith("input")
+    fastest = min(range(len(timed)), key=lambda i: timed[i].seconds)
+    verdict = f"{timed[fastest].label} runs fastest of {len(timed)} candidates ({timed[fastest].seconds * 1e6:.1f} us"
+    if has_input and fastest != 0:
+        second = confirm(timed[fastest], timed[0], schedules)
+        verdict += f" against the input's {timed[0].seconds * 1e6:.1f} us"
+        if second.candidate:
+            report.candidates[0]["second_draw"] = second.baseline
+            report.candidates[fastest]["second_draw"] = second.candidate
+            verdict += (f"; {second.candidate['seconds'] * 1e6:.1f} us against {second.baseline['seconds'] * 1e6:.1f}"
+                        " us under an independent draw of schedules")
+        verdict += f"): {second.why}" + ("" if second.confirmed else ", so the input is returned")
+        if not second.confirmed:
+            fastest = 0
+    else:
+        verdict += ")"
+    for i, entry in enumerate(report.candidates):
+        entry["returned"] = i == fastest
+    report.timings["select"] = time.perf_counter() - t
+    report.notes.append(f"measured selection: {verdict}")
+    return None if has_input and fastest == 0 else options[fastest]
+
+
+def greedy_rival(wl: Workload, rule_list: list[Subst], iter_limit: int, node_limit: int,
+                  deadline: float) -> GreedyResult | None:
+    """Greedy mode's result with the rules it can run, by ``deadline``: saturate mode's rival."""
+    runnable = [rule for rule in rule_list if rule.connected]
+    left = deadline - time.perf_counter()
+    if not runnable or left <= 0:
+        return None
+    return greedy(wl, runnable, max_rounds=iter_limit, node_limit=node_limit, time_limit=left)
+
+
+def against_greedy(out: Workload, others: Iterator[Alternative], rival: GreedyResult, model: CostModel,
+                    report: OptimizeReport) -> tuple[Workload, Iterator[Alternative], dict[Node, frozenset[str]]]:
+    """The extraction, or greedy mode's result where that costs less (the other then a candidate after
+    it); greedy's result is a candidate after the extraction's others in any case."""
+    folded = rival.workload.folded_graph()
+    report.greedy_cost = graph_cost(folded, model)
+    greedy_option = Alternative("greedy mode's result", rival.workload, rival.used)
+    if report.greedy_cost >= report.cost_after * (1 - 1e-9):
+        return out, itertools.chain(others, [greedy_option]), {}
+    report.notes.append(f"greedy mode's result with the same rules costs {report.greedy_cost:.6g} {report.cost_unit}, "
+                        f"less than the extraction's {report.cost_after:.6g}: it is the result")
+    extracted = Alternative("saturation's extraction", out, report.rules_used)
+    report.greedy_result, report.rules_used = True, rival.used
+    report.cost_after, report.calls_after = report.greedy_cost, calls(folded)
+    return rival.workload, itertools.chain([extracted], others), rival.origins
+
+
+def greedy_runnable(rule_list: list[Subst], report: OptimizeReport) -> list[Subst]:
+    """The rules greedy mode can match (a connected source: its matcher reaches every output from
+    the first); the others are left out and named in the report's notes. None of them: the first
+    one's :class:`~gsl_eq.frontend.DisconnectedSourceError`."""
+    runnable = [rule for rule in rule_list if rule.connected]
+    left_out = [rule for rule in rule_list if not rule.connected]
+    if left_out and not runnable:
+        left_out[0].require_connected()
+    if left_out:
+        report.notes.append(f"greedy mode leaves out {len(left_out)} of the {len(rule_list)} rules, whose source outputs "
+                            f"share no node ({', '.join(rule.name for rule in left_out)}); saturate mode runs them")
+    return runnable
+
+
+def final_build(out: Workload, timings: dict[str, float]) -> Workload:
+    """``out`` with its parameter computations folded, timed as the final build (rewrites leave them
+    unfolded: their folds are kept within the time limit, :func:`checked`)."""
+    t = time.perf_counter()
+    built = out.fold_params()
+    timings["final build"] = timings.get("final build", 0.0) + time.perf_counter() - t
+    return built
+
+
+def calls(graph: Graph) -> int:
+    return sum(1 for n in graph.rpo() if n.kind is Kind.CALL)
