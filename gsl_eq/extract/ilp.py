@@ -508,10 +508,11 @@ def _solve(
             return found if found[0] is not None else (list(warm.choice.items()), "time limit", None, *found[3:])
 
         with without_gc():  # a collection amid the regions' keys traverses the whole e-graph: 0.16 s on NasRNN's
-            chosen, status, bound, cuts, ran, programs = solve_regions(egraph, graph, nodes, pieces, roots, deadline,
-                                                                       search)
-        order, _ = _walk(egraph, roots, chosen)
-        outcome = [([(cls, chosen[cls]) for cls in order], status, bound, cuts, ran)]
+            solved = solve_regions(egraph, graph, nodes, pieces, roots, deadline, search)
+        order, _ = _walk(egraph, roots, solved.choice)
+        programs = solved.programs
+        outcome = [([(cls, solved.choice[cls]) for cls in order], solved.status, solved.bound, solved.cuts,
+                    solved.solvers)]
     else:
         programs = 1
         outcome = _search(egraph, roots, graph, nodes, _numbered(graph, fallback), deadline, k, solver, parts,

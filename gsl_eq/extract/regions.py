@@ -33,6 +33,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import networkx as nx
 
@@ -129,6 +130,17 @@ def split(graph: Indexed, nodes: list[int], roots: list[int], min_nodes: int) ->
 
 
 Answer = tuple[list[tuple[Hashable, int]], str, float | None, int, str]
+
+
+class Solved(NamedTuple):
+    """One extraction solved region by region (:func:`solve_regions`)."""
+
+    choice: dict[Hashable, int]  # the chosen e-node index per class of the e-graph
+    status: str  # "optimal" if every region's is
+    bound: float | None  # the lower bound
+    cuts: int  # cycles cut off before the regions' solutions were acyclic
+    solvers: str  # the solvers that ran
+    programs: int  # programs solved: regions posing one problem are solved once
 """A search's answer: (the chosen e-node index per class, status, lower bound, cycle cuts, the
 solvers that ran)."""
 
@@ -136,13 +148,10 @@ solvers that ran)."""
 def solve_regions(
     egraph: ExtractGraph, graph: Indexed, nodes: list[int], parts: list[Region], roots: Sequence[Hashable],
     deadline: float, search: Callable[[ExtractGraph, Sequence[Hashable], float], Answer],
-) -> tuple[dict[Hashable, int], str, float | None, int, str, int]:
+) -> Solved:
     """One extraction, region by region: ``search(sub, heads, until)`` answers each region's
     e-graph (its kept e-nodes ``nodes``, with the head of each region it reads as a leaf class)
-    for its heads by time ``until``. Returns the chosen e-node index per class of ``egraph``,
-    the status ("optimal" if every region's is), the lower bound, the cycle cuts, the solvers
-    that ran and the number of programs solved: regions posing one problem (:func:`problem`)
-    are solved once.
+    for its heads by time ``until``. Regions posing one problem (:func:`problem`) are solved once.
 
     Where every region's terms contain the heads it reads (its answer does not depend on what
     they cost: Inception's blocks, NasRNN's cells), the leaves cost nothing and the regions are
@@ -225,7 +234,7 @@ def solve_regions(
     status = "optimal" if all(answer[2] == "optimal" for answer in answers) else "time limit"
     ran = ", ".join(dict.fromkeys(name for answer in answers for name in answer[5].split(", ")))
     cuts = sum(found[3] for found in solved.values())
-    return chosen, status, lower, cuts, ran, len(solved)
+    return Solved(chosen, status, lower, cuts, ran, len(solved))
 
 
 def repeated(egraph: ExtractGraph, graph: Indexed, nodes: list[int], parts: Sequence[Region]) -> bool:
