@@ -11,12 +11,23 @@ import pytest
 import gsl_eq
 
 ROOT = Path(gsl_eq.__file__).parent
-#: The pipeline, first to last: a package may import the ones before it. The language (frontend)
-#: comes before every executor; saturate mode (egraph) reuses greedy mode's matcher and builder.
-#: The Ray engine (cluster) knows nothing of gsl_eq: the schedule database, compare_orderings,
-#: sweeps and the benchmark suite run their tasks on it.
-LAYERS = ["errors", "run", "graph", "measure", "workload", "models", "frontend", "rules", "greedy", "soundness",
-          "egraph", "extract", "cost", "pages", "optimizer", "transform", "orderings", "sweeps", "cli"]
+#: The pipeline, first to last, in ten layers: a package may import the ones before it (within a layer
+#: too, in the order listed). The language (frontend) comes before every executor; saturate mode
+#: (egraph) reuses greedy mode's matcher and builder. The Ray engine (run.cluster) knows nothing of
+#: gsl_eq: the schedule database, compare_orderings, sweeps and the benchmark suite run their tasks on it.
+LAYERED = [
+    ("errors", "run"),                       # what every layer shares: errors, limits, processes, Ray
+    ("graph",),                              # the computation graph and its bridge to Relax
+    ("measure", "workload", "models"),       # kernels timed, the workload built and run, models to try
+    ("frontend", "rules"),                   # the GSL language and the rule library
+    ("greedy", "soundness"),                 # greedy mode, and rules checked numerically
+    ("egraph",),                             # saturate mode
+    ("extract", "cost"),                     # extraction and the cost models that price it
+    ("pages",),                              # reports
+    ("optimizer", "transform", "orderings"),  # what users call
+    ("sweeps", "cli"),                       # many calls at once, and the command line
+]
+LAYERS = [package for layer in LAYERED for package in layer]
 
 
 def module_name(path: Path) -> tuple[str, ...]:
