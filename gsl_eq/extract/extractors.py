@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import heapq
-import itertools
 import math
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
@@ -31,7 +30,7 @@ import immutables
 
 from ..graph.walk import postorder
 from .fusion import plan
-from .indexed import PART_OP, Choice, ENodeCost, ExtractGraph, ExtractionError, Indexed
+from .indexed import Choice, ENodeCost, ExtractGraph, ExtractionError, Indexed
 
 __all__ = [
     "ENodeCost", "ExtractGraph", "Extraction", "ExtractionError",

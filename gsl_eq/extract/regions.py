@@ -39,7 +39,8 @@ import networkx as nx
 
 from ..run.bounded import run_parallel
 from ..graph.walk import postorder
-from .extractors import PART_OP, ENodeCost, ExtractGraph, ExtractionError, Indexed, dag_cost, tree_extract
+from .extractors import ENodeCost, ExtractGraph, ExtractionError, dag_cost, tree_extract
+from .indexed import PART_OP, Indexed
 
 __all__ = ["Region", "always_read", "problem", "repeated", "solve_regions", "split"]
 

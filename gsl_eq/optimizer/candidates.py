@@ -99,35 +99,13 @@ def select_measured(wl: Workload, found: Iterable[Alternative], candidates: int,
     (``candidates`` in all) as TVM runs them, or None for the input: a candidate is preferred to
     the input only if it runs faster beyond the noise under ``schedules`` and again under an
     independently seeded draw of schedules. Fills ``report.candidates``."""
-    import tvm_ffi
-
     from ..measure.schedule_db import ScheduleDatabase
     from .selection import confirm, time_candidates
 
     t = time.perf_counter()
-    key = functools.partial(tvm_ffi.structural_hash, map_free_vars=True)
-    pool: dict[int, Alternative] = {}
-    if reference.label == "input":
-        pool[key(wl.mod)] = Alternative("input", wl, [])
-    else:
-        report.notes.append("measured selection: the input cannot be built, so it is not a candidate")
-    for option in found:
-        if len(pool) >= candidates:
-            break
-        option = option._replace(workload=final_build(option.workload, report.timings))
-        k = key(option.workload.mod)
-        if k in pool:
-            same = pool[k]
-            pool[k] = same._replace(label=f"{same.label} = {option.label}")
-            continue
-        reason = reference.mismatch(option.workload)
-        if reason is None:
-            pool[k] = option
-        else:
-            report.fallbacks.append(f"{option.label}: {reason}")
+    options = _distinct_checked(wl, found, candidates, reference, report)
     if schedules is None:  # the tvm cost model's kernels are those the candidates are built with
         schedules = getattr(model, "schedules", None) or ScheduleDatabase()
-    options = list(pool.values())
     if not options:
         report.notes.append("measured selection: no candidate builds and passes the check, the input is returned")
         return None
@@ -155,6 +133,35 @@ def select_measured(wl: Workload, found: Iterable[Alternative], candidates: int,
     report.timings["select"] = time.perf_counter() - t
     report.notes.append(f"measured selection: {verdict}")
     return None if has_input and fastest == 0 else options[fastest]
+
+
+def _distinct_checked(wl: Workload, found: Iterable[Alternative], candidates: int, reference: Reference,
+                      report: OptimizeReport) -> list[Alternative]:
+    """The input (where it builds) and the ``found`` graphs that pass the check, folded, ``candidates`` in
+    all; a graph structurally equal to one before is that one, its label naming both."""
+    import tvm_ffi
+
+    key = functools.partial(tvm_ffi.structural_hash, map_free_vars=True)
+    pool: dict[int, Alternative] = {}
+    if reference.label == "input":
+        pool[key(wl.mod)] = Alternative("input", wl, [])
+    else:
+        report.notes.append("measured selection: the input cannot be built, so it is not a candidate")
+    for option in found:
+        if len(pool) >= candidates:
+            break
+        option = option._replace(workload=final_build(option.workload, report.timings))
+        k = key(option.workload.mod)
+        if k in pool:
+            same = pool[k]
+            pool[k] = same._replace(label=f"{same.label} = {option.label}")
+            continue
+        reason = reference.mismatch(option.workload)
+        if reason is None:
+            pool[k] = option
+        else:
+            report.fallbacks.append(f"{option.label}: {reason}")
+    return list(pool.values())
 
 
 def greedy_rival(wl: Workload, rule_list: list[Subst], iter_limit: int, node_limit: int,
