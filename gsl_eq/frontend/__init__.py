@@ -27,6 +27,7 @@ from .errors import (
     Loc,
     MissingAttributeError,
     OutputCountError,
+    RuleError,
     SourcePatternError,
     TargetInputError,
     TargetPatternError,
@@ -42,7 +43,7 @@ from .subst import Subst
 __all__ = [
     "ArityError", "AttributeOrderError", "DisconnectedSourceError", "Env", "EvaluationError",
     "ExpressionUsageError", "GSLError", "InvalidOperandError", "Loc", "Memo", "MissingAttributeError",
-    "OutputCountError", "PatternGraph", "SourcePatternError", "Subst", "TargetInputError",
+    "OutputCountError", "PatternGraph", "RuleError", "SourcePatternError", "Subst", "TargetInputError",
     "TargetPatternError", "UnboundSymbolError", "UnknownAttributeError", "UnknownOpError",
     "VariadicError", "attr", "evaluate", "node_of", "op", "pat", "satisfies", "spec",
 ]

@@ -46,13 +46,18 @@ def _in_frontend(filename: str) -> bool:
     return os.path.abspath(filename).startswith(_FRONTEND_DIR)
 
 
-class GSLError(GslEqError):
-    """A GSL rule is malformed. ``loc`` is where the faulty element was written."""
+class RuleError(GslEqError):
+    """A GSL rule is malformed. ``loc`` is where the faulty element was written. Every error of the
+    rule language derives from it; :class:`~gsl_eq.errors.GslEqError` is the one base of gsl_eq's errors."""
 
     def __init__(self, message: str, loc: Loc | None = None):
         self.loc = loc if loc is not None else user_location()
         self.detail = message
         super().__init__(f"{self.loc}: {message}")
+
+
+#: GSL's name for :class:`RuleError` (``from gsl_eq import GSLError``): the same class.
+GSLError = RuleError
 
 
 class UnknownOpError(GSLError, AttributeError):
