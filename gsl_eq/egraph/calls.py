@@ -3,9 +3,9 @@
 egglog cannot be stopped inside a call, so the runner never starts one predicted to end
 past its deadline (:meth:`EngineCalls._run` raises :class:`OutOfTime` instead): a call
 consuming worklist rows is predicted from the slowest rate per row seen so far, any other
-from the time its rulesets took last, scaled by how much the e-graph grew since (an
-associativity search that took 0.03 s on 4.5k e-nodes took 0.5 s on 88k; a multi-output
-source's matches, by the cube of that growth). A rule whose search alone is predicted past the deadline
+from the time its rulesets took last, scaled by how much the e-graph grew since (a
+search's time grows about as the e-graph does; a multi-output source's matches, by the cube of
+that growth). A rule whose search alone is predicted past the deadline
 is left out of the iteration's search (:meth:`EngineCalls._affordable`), unless that prediction
 comes from matches on a far smaller e-graph and the search, tried on a forked copy, ends within a
 share of the time left (:meth:`EngineCalls._probed_in_time`); a multi-output source's search
@@ -42,24 +42,24 @@ class Counts:
         return report.num_matches_per_rule
 
 
-#: What a match found costs, its worklist row written (57 s for 28 million), then read by the rules that
-#: reject or apply it and cleared when the run stops (24 s and 16 s for 21 million): what a search is
-#: predicted by, so that the time left covers the rows it leaves.
+#: What a match found costs, its worklist row written, then read by the rules that reject or apply it and
+#: cleared when the run stops: what a search is predicted by, so that the time left covers the rows it
+#: leaves (a variadic source can find tens of millions of matches, and their rows then take minutes).
 SECONDS_PER_MATCH = 4e-6
 #: What a call consuming worklist rows spends per row until its own rate is measured: dropping the rows
-#: of rejected keys took 24 s for 21 million (a variadic source's matches on MobileNet-V2).
+#: of rejected keys is a cheaper pass over the same rows than writing them.
 SECONDS_PER_ROW = 1e-6
 
 
 #: A search predicted from matches found on an e-graph this many times smaller is tried on a forked copy
 #: before it is left out: the cube of a large growth is a bound far above most searches (a variadic
-#: matmul merge, 3,528 matches on a NasRNN's 259 e-nodes, predicted at 5,400 s on 18,900, took 0.03 s).
+#: merge's matches, predicted from a small e-graph, can be predicted hours where the search takes a blink).
 STALE_GROWTH = 4.0
 #: The share of the time left such a trial may take; past it the child is stopped and the search left out.
 PROBE_SHARE = 0.25
-#: A multi-output search with a stale record predicted at less than this runs without a trial: a trial's fork
-#: costs 25-40 ms, and a zoo NasRNN's default()+algebraic() run spent 0.8 s on twelve trials of searches
-#: predicted at 7 ms (the explosive searches seen were predicted at 3 s and more).
+#: A multi-output search with a stale record predicted at less than this runs without a trial: a trial's
+#: fork costs more than such a search, and many trials of cheap searches add up, while the explosive
+#: searches are predicted at seconds and more.
 TRIAL_FLOOR = 0.1
 
 
@@ -109,9 +109,8 @@ class EngineCalls:
         """The time the slowest of ``rulesets`` took last, times the e-graph's growth since; for the search
         of a source of several outputs, at least :data:`SECONDS_PER_MATCH` for each match it found last
         times the cube of that growth: it matches pairs of e-nodes sharing an input, more of them as
-        inputs gain readers (TASO's matmul merge, searched again when its ban lifted, found 4,000
-        matches on 1,500 e-nodes and 28 million on 48,000, growth to the power 2.5, in 57 s; a variadic
-        merge of split parts on MobileNet-V2, 138,000 on 8,700 and 21 million on 39,000, power 3.3)."""
+        inputs gain readers (the matches of TASO's matmul merge and of a variadic merge of split parts
+        were seen to grow by a power of the growth between two and a half and above three)."""
         return max((self._growing(r, size) for r in rulesets), default=0.0)
 
     def _growing(self, ruleset: str, size: int) -> float:
@@ -128,10 +127,9 @@ class EngineCalls:
         (left out of this iteration's search: one egglog call cannot be stopped). The search of a source of
         several outputs whose record is stale (:meth:`_stale`) is tried first, unless predicted under
         :data:`TRIAL_FLOOR`, however far within the time left: its matches can outgrow any power of the
-        e-graph's growth (sums regrouped by associativity give a variadic merge ever more operands: on a
-        PyTorch CNN adding five convs, a ban lifted at 1,600 e-nodes, 16 times the e-graph of its last
-        search, a search predicted at 13 s found 10 million matches in 23 s, and a 30 s limit ran 34 s;
-        106 s with one conv more)."""
+        e-graph's growth (sums regrouped by associativity give a variadic merge ever more operands, so
+        that a search predicted within the time left can find millions of matches and overrun the
+        limit, the more so with each operand more)."""
         left, size = self.deadline - time.perf_counter(), self._size()
         predicted = {k: self._predicted([f"search_{k}"], size) for k in rules}
         late = [k for k in rules if (predicted[k] > left

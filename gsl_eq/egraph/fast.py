@@ -13,10 +13,9 @@ matches (egglog copies every table, so a small e-graph of many rules is cheaper 
 controlled) makes the next iteration controlled. After a controlled iteration, the copy is predicted
 (:data:`PUSH_SECONDS_PER_TABLE`) against the applying a fast iteration would save
 (:data:`FAST_SHARE`), and the iteration is fast only if the copy pays. On TENSAT's
-graphs under its rules (700-1,000 tables, a few hundred matches an iteration) none
-is: saturation took 0.55-0.66 of its time before on BERT, 0.7-0.85 on SqueezeNet,
-0.8 on NasRNN and 0.85-0.9 on Inception-v3 (side by side, median of 3), while the
-growth cases of BENCHMARKS.md's saturation-overhead table stay fast throughout.
+graphs under its rules (many tables, few matches an iteration) none is, and saturation
+takes less time than with fast iterations, while the growth cases of BENCHMARKS.md's
+saturation-overhead section stay fast throughout.
 A variant's direct rules are defined when a fast iteration first needs them.
 """
 
@@ -35,11 +34,11 @@ from .report import Iteration
 #: applying the matches (or a millisecond): the copy is their cost, controlled ones have none.
 #: After a controlled iteration, one is fast only if the copy is predicted to take no longer.
 PUSH_WORTH = 2.0
-#: Pushing an e-graph takes about this long per egglog table, whatever its rows (25-70 us on the
-#: e-graphs of TASO's and gsl_eq's rules, 240-870 tables; measured on this project's 2-core machine).
+#: Pushing an e-graph takes about this long per egglog table, whatever its rows: the copy's cost
+#: follows the number of tables, not their rows, so it weighs most on small e-graphs of many rules.
 PUSH_SECONDS_PER_TABLE = 4e-5
-#: A fast iteration's applying against a controlled one's search and apply: 0.46-0.61 of the whole
-#: run on the two growth cases of BENCHMARKS.md's saturation-overhead table.
+#: A fast iteration's applying against a controlled one's search and apply: applying alone is about
+#: half of the work (BENCHMARKS.md, saturation-overhead).
 FAST_SHARE = 0.5
 
 

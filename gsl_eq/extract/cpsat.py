@@ -12,8 +12,8 @@ each child in its own part. Edges between parts cannot close a cycle and get not
 CP-SAT rather than HiGHS because it searches this model well (BENCHMARKS.md,
 extraction): its portfolio of large-neighbourhood searches, started from the warm
 start, reaches the best known costs of extraction-gym's TENSAT BERT, ResNet-50 and VGG
-within 30 s on 2 cores and proves BERT's and VGG's optimal; HiGHS on the same model with
-big-M order rows found nothing better than the warm start in 30 s. Costs are scaled so that the
+and proves some of them optimal, where HiGHS on the same model with big-M order rows
+found nothing better than the warm start in the same time. Costs are scaled so that the
 warm start costs ``SCALE`` and rounded down, so CP-SAT's bound is a lower bound on
 the real cost as well.
 """
@@ -31,8 +31,8 @@ from .fusion import fusion_rows, fusion_terms, taken
 from .implied import implied_rows
 from .parts import part_nodes, with_parts
 
-#: CP-SAT's workers. More than the cores: measured on TENSAT's BERT e-graph (2 cores), 6 workers
-#: proved the optimum in 24-29 s where 2 stayed 3.7 % above it, since each worker runs another strategy.
+#: CP-SAT's workers. More than the cores: each worker runs another search strategy, and on two cores six
+#: workers proved optima that two left open (BENCHMARKS.md, extraction-solvers).
 WORKERS = 6
 #: What the warm start costs once scaled: rounding each e-node's cost down loses at most 1 / SCALE of it.
 SCALE = 1e9

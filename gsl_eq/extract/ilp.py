@@ -74,8 +74,8 @@ from .regions import Region, repeated, solve_regions, split
 
 __all__ = ["ilp_candidates", "ilp_extract"]
 
-#: Measured on saturated e-graphs (BENCHMARKS.md, extraction): symmetry detection took 11 of 18 s on
-#: NasRNN's and the enumeration presolve rule (bit 16) 9 of 12 s on GPT-2's, both without effect on the result.
+#: Off on saturated e-graphs: symmetry detection and the enumeration presolve rule (bit 16) took most of
+#: some extractions' time, without effect on the result (BENCHMARKS.md, extraction).
 HIGHS_OPTIONS = {"mip_detect_symmetry": False, "presolve_rule_off": 1 << 16}
 
 def _silent_highs() -> highspy.Highs:
@@ -108,19 +108,14 @@ SOLVERS = ("auto", "highs", "cp-sat")
 
 #: The share of a program's time HiGHS has, with ``solver="auto"``, to presolve it; if it has not,
 #: CP-SAT solves the program instead. (Only presolve is looked at: a search stopped to look at it would
-#: start over, as HiGHS keeps its best between runs, not its tree; a 16-term sum's program took 45 s
-#: so, against 21 alone.) HiGHS is the faster on most programs of TENSAT's graphs (NasNet-A's
-#: every-iteration e-graph: 10 s, CP-SAT 23), and presolves each of them in 1.2 s or less, the
-#: 16-term sum's in 4; but probing the binaries of Hugging Face models under TASO's rules takes
-#: it 33 s (a ViT encoder's e-graph under tensat+default) and 68 s (a 3-layer GPT-2's under
-#: tensat), where CP-SAT proves them optimal in 12 and 30. A fifth of 60 s tells the two kinds
-#: apart. Side by side: BENCHMARKS.md, extraction-solvers.
+#: start over, as HiGHS keeps its best between runs, not its tree.) HiGHS is the faster on most
+#: programs of TENSAT's graphs and presolves them quickly, but probing the binaries of the e-graphs of
+#: Hugging Face models under TASO's rules takes it long, where CP-SAT proves them optimal sooner; this
+#: share tells the two kinds apart. Side by side: BENCHMARKS.md, extraction-solvers.
 HIGHS_SHARE = 0.2
-#: A program of fewer kept e-nodes goes to HiGHS without that look at its presolve: HiGHS presolved
-#: each of the 29 such programs of TENSAT's graphs (both settings, gpu model) in 0.26 s or less, and
-#: the look only had it presolve twice (NasRNN's cell under tensat() + default(): 0.19 s of a 0.9 s
-#: extraction). The programs whose presolve overran the share held 7,200 kept e-nodes (the ViT
-#: encoder's) and 18,500 (GPT-2's).
+#: A program of fewer kept e-nodes goes to HiGHS without that look at its presolve: such programs
+#: presolve quickly, so the look would only cost a second presolve; the programs whose presolve overran
+#: the share were several times larger.
 UNPROBED_NODES = 3000
 
 
@@ -130,39 +125,51 @@ def ilp_extract(
 ) -> Extraction:
     """The extraction of least DAG cost, or the best HiGHS finds within ``time_limit`` seconds.
     The search leaves out graphs that compute a part of a used split a second time (:mod:`.parts`).
+    The returned choice is never worse than the warm start.
 
-    ``warm_start`` (a choice for the same roots; by default :func:`greedy_dag_extract`'s)
-    is HiGHS's starting point and bounds the objective. ``status`` is ``"optimal"``
-    (``gap`` 0.0) when HiGHS proved optimality; otherwise it starts with ``"time limit"``
-    and ``gap`` is the relative gap between the returned cost and HiGHS's lower bound
-    (None if it has none). The returned choice is never worse than the warm start.
-    ``cycle_cuts`` counts the cycle cuts HiGHS needed (None if it did not answer).
+    Parameters
+    ----------
+    egraph
+        The e-graph: each e-class's e-nodes (:class:`~gsl_eq.extract.ENodeCost`), by e-class.
+    roots
+        The e-classes to extract.
+    time_limit
+        Seconds for the whole search; past them the best choice found so far is returned.
+    warm_start
+        A choice for the same roots, HiGHS's starting point and a bound on the objective; by
+        default :func:`~gsl_eq.extract.extractors.greedy_dag_extract`'s.
+    solver
+        ``"highs"`` (this module's program, cycles cut lazily), ``"cp-sat"`` (:mod:`.cpsat`:
+        acyclicity in the model) or ``"auto"``: CP-SAT where the kept e-nodes put e-classes on a
+        cycle, HiGHS otherwise, fusion rows (:mod:`.fusion`) or not, and CP-SAT for a program (of
+        :data:`UNPROBED_NODES` kept e-nodes or more) HiGHS cannot presolve within
+        :data:`HIGHS_SHARE` of its time. On TENSAT's graphs under its rules and the gpu model, both
+        solvers find the same optima (BENCHMARKS.md, extraction-gpu).
+    regions
+        Solve a large e-graph region by region where it has regions (:mod:`.regions`), with the
+        same optimum: often faster, sometimes the only way to finish within the time (BENCHMARKS.md,
+        extraction-gpu). False solves it whole.
+    parts
+        Take a used split's parts from it (:mod:`.parts`); False searches every graph, those that
+        compute a part twice too (BENCHMARKS.md's extraction-gpu section sets the two
+        side by side).
 
-    ``solver``: ``"highs"`` (this module's program, cycles cut lazily), ``"cp-sat"``
-    (:mod:`.cpsat`: acyclicity in the model) or ``"auto"``: CP-SAT where the kept e-nodes
-    put e-classes on a cycle, HiGHS otherwise, fusion rows (:mod:`.fusion`) or not, and CP-SAT
-    for a program (of :data:`UNPROBED_NODES` kept e-nodes or more) HiGHS cannot presolve within
-    :data:`HIGHS_SHARE` of its time. The result's ``solver`` says which ran (``"highs, cp-sat"``:
-    both, in turn). (On the 14 gpu e-graphs of TENSAT's graphs under its rules, side by side with
-    the same 60 s (BENCHMARKS.md, extraction-gpu), HiGHS and CP-SAT found the same cost on all 14
-    and proved each optimal.)
+    Returns
+    -------
+    Extraction
+        ``status`` is ``"optimal"`` (``gap`` 0.0) when the solver proved optimality; otherwise it
+        starts with ``"time limit"`` and ``gap`` is the relative gap between the returned cost and
+        the lower bound (None if there is none). ``cycle_cuts`` counts the cycle cuts HiGHS needed
+        (None if it did not answer); ``solver`` says which solver ran (``"highs, cp-sat"``: both, in
+        turn); ``regions`` counts the programs solved (1: one for the whole; like regions are
+        solved once).
 
-    ``regions``: a large e-graph is solved region by region where it has regions
-    (:mod:`.regions`), with the same optimum; the result's ``regions`` counts the programs
-    solved (1: one for the whole; like regions are solved once). False solves it whole. (On those
-    14 e-graphs, 5 have regions. On the whole program HiGHS took 5.3 times as long on NasRNN's
-    (19.2 s for 3.6), left Inception-v3's and SqueezeNet's open at 60 s (11.0 and 2.3 s by regions)
-    and was faster on the two of two regions each, ResNeXt-50's (1.9 s for 2.8) and NasNet-A's (1.3
-    s for 2.1).)
-
-    ``parts``: the programs take a used split's parts from it (:mod:`.parts`); False searches every
-    graph, those that compute a part twice too (BENCHMARKS.md's extraction-gpu section sets the
-    two side by side).
-
-        >>> from gsl_eq.extract import ENodeCost as N
-        >>> ilp_extract({"r": [N(1, ("a", "b"))], "a": [N(1, ("s",)), N(3)],
-        ...              "b": [N(1, ("s",)), N(3)], "s": [N(3)]}, ["r"]).cost
-        6.0
+    Examples
+    --------
+    >>> from gsl_eq.extract import ENodeCost as N
+    >>> ilp_extract({"r": [N(1, ("a", "b"))], "a": [N(1, ("s",)), N(3)],
+    ...              "b": [N(1, ("s",)), N(3)], "s": [N(3)]}, ["r"]).cost
+    6.0
     """
     return ilp_candidates(egraph, roots, 1, time_limit, warm_start, solver, regions, parts)[0]
 
@@ -181,15 +188,35 @@ def ilp_candidates(
     subset of its children) is never chosen. Fewer than ``k`` come back when fewer
     distinct graphs exist there, or when time runs out; at least one always does: the
     warm start if HiGHS found nothing, or overran the limit (its process is stopped, and
-    what it found is lost). ``status`` ("optimal": proved cheapest of the graphs not
-    found before), ``gap`` and ``cycle_cuts`` are as in :func:`ilp_extract`, per graph;
-    ``time`` is the whole search's; ``warm_start``, ``solver`` and the errors are as there too,
-    and ``regions`` (only one graph, the first, is found region by region) and ``parts``.
+    what it found is lost).
 
-        >>> from gsl_eq.extract import ENodeCost as N
-        >>> egraph = {"r": [N(1, ("a",))], "a": [N(1, ("x",)), N(2, ("y",)), N(5)], "x": [N(1)], "y": [N(1)]}
-        >>> [(c.cost, c.choice["a"]) for c in ilp_candidates(egraph, ["r"], 5)]
-        [(3.0, 0), (4.0, 1), (6.0, 2)]
+    Parameters
+    ----------
+    egraph, roots, time_limit, warm_start, solver, parts
+        As in :func:`ilp_extract`; ``time_limit`` is for the whole search.
+    k
+        How many graphs at the most (at least 1).
+    regions
+        As in :func:`ilp_extract`, for the first graph only: the others are found whole.
+
+    Returns
+    -------
+    list[Extraction]
+        Sorted by cost. ``status`` ("optimal": proved cheapest of the graphs not found before),
+        ``gap`` and ``cycle_cuts`` are as in :func:`ilp_extract`, per graph; ``time`` is the
+        whole search's.
+
+    Raises
+    ------
+    ValueError
+        ``k`` below 1, an unknown ``solver``, or a cyclic ``warm_start``.
+
+    Examples
+    --------
+    >>> from gsl_eq.extract import ENodeCost as N
+    >>> egraph = {"r": [N(1, ("a",))], "a": [N(1, ("x",)), N(2, ("y",)), N(5)], "x": [N(1)], "y": [N(1)]}
+    >>> [(c.cost, c.choice["a"]) for c in ilp_candidates(egraph, ["r"], 5)]
+    [(3.0, 0), (4.0, 1), (6.0, 2)]
     """
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k!r}")
@@ -405,7 +432,7 @@ class _Program:
 
     def presolves_by(self, deadline: float) -> bool:
         """Whether HiGHS's presolve of the program ends before ``deadline`` (it stops there
-        otherwise; probing a transformer's 29,000 binaries was put at 415 s)."""
+        otherwise; probing the many binaries of a transformer's program can take minutes)."""
         self.highs.setOptionValue("time_limit", max(deadline - time.perf_counter(), 0.0))
         self.highs.presolve()
         return time.perf_counter() < deadline
@@ -507,7 +534,7 @@ def _solve(
                             parts, handover)[0]
             return found if found[0] is not None else (list(warm.choice.items()), "time limit", None, *found[3:])
 
-        with without_gc():  # a collection amid the regions' keys traverses the whole e-graph: 0.16 s on NasRNN's
+        with without_gc():  # a collection amid the regions' keys would traverse the whole e-graph, for nothing
             solved = solve_regions(egraph, graph, nodes, pieces, roots, deadline, search)
         order, _ = _walk(egraph, roots, solved.choice)
         programs = solved.programs
@@ -597,16 +624,14 @@ def _search(
 #: larger one region by region, in regions of at least a quarter of that.
 REGION_NODES = 4000
 #: A program of this many kept e-nodes or more, fewer than :data:`REGION_NODES`, is solved region by
-#: region (of at least a quarter of this) where two regions may pose one problem, solved once: TENSAT's
-#: NasRNN under tensat() and the gpu model (2,157 kept e-nodes; its cells) 0.75-0.93 s -> 0.35-0.39 s.
+#: region (of at least a quarter of this) where two regions may pose one problem, solved once: a model of
+#: repeated cells (a recurrent network's) then pays for one cell's program instead of all of them at once.
 LIKE_REGION_NODES = 1000
 #: A program of this many kept e-nodes or more, fewer than :data:`REGION_NODES`, whose regions pose
 #: problems of their own, is solved region by region too (of at least a quarter of this). A program of
-#: its own costs some tenths of a second to set up, and a whole program can cost HiGHS far more than its
-#: regions do: the zoo's NasNet-A at 64 px under default() + algebraic() (2,912 e-nodes) took 1.25 s
-#: whole and 1.40 s as two regions, but TENSAT's NasRNN under tensat() with multi-pattern rules in every
-#: iteration, as its sixth iteration left it (3,659 kept e-nodes; the early start of
-#: :func:`gsl_eq.optimize`), was left open at 37 s whole (2.1 % gap) and solved in 7 s as five regions.
+#: its own costs some time to set up, so small regions gain little, but a whole program can cost HiGHS
+#: far more than its regions do: an e-graph grown by multi-pattern rules in every iteration can be left
+#: open whole within its time and solved as a few regions (BENCHMARKS.md, extraction).
 UNLIKE_REGION_NODES = 2000
 
 

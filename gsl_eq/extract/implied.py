@@ -7,7 +7,8 @@ children, so the relaxation may use ``d`` less than ``c`` whenever ``c``'s e-nod
 output of ``x @ w`` holds ``split(x @ concat(w, v))[0]`` through several split e-classes of
 the same merged matmul, and the relaxation paid for the merged matmul once per path at a
 fraction, not once: on NasRNN's e-graph under ``tensat() + default()`` the relaxation gave
-a third of the optimum, and HiGHS needed 173 s to prove it (BENCHMARKS.md, taso-full).
+a small fraction of the optimum, and HiGHS needed minutes to prove it (BENCHMARKS.md,
+taso-full).
 
 :func:`contained` finds, per e-class, the classes every one of its terms contains; the
 greatest fixpoint of "a class contains what each of its e-nodes reaches through some

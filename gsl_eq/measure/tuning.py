@@ -33,10 +33,9 @@ _INTRINSICS = "tvm.s_tir.tensor_intrin"
 @contextlib.contextmanager
 def cpu_intrinsics(target: tvm.target.Target) -> Iterator[None]:
     """MetaSchedule's ``TuneContext`` imports ``tvm.s_tir.tensor_intrin``, whose ``__init__`` parses
-    every CUDA tensor intrinsic (36 s on a 2-core EPYC, once per process: longer than the work it
-    precedes). An llvm target's schedule rules use the CPU intrinsics alone: while this is open, with
+    every CUDA tensor intrinsic (once per process, but for longer than the work it precedes). An llvm target's schedule rules use the CPU intrinsics alone: while this is open, with
     an llvm ``target`` and the package not imported yet, the package stands in ``sys.modules`` without
-    its ``__init__``, its CPU modules imported (x86, Arm, RISC-V: 2 s); it is taken out after, so a
+    its ``__init__``, its CPU modules imported (x86, Arm, RISC-V: quick); it is taken out after, so a
     later import (a GPU target's) runs in full."""
     if target.kind.name != "llvm" or _INTRINSICS in sys.modules:
         yield

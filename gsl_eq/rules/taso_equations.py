@@ -13,8 +13,8 @@ it (``taso:single_rules.txt#17``; a multi-pattern rule is two equations, numbere
 An equation whose right side enlarges a kernel becomes two rules: where the kernel has the size
 already, the enlarge is the kernel itself (``...#0``); where it is smaller, a pad (``...#0/enlarged``).
 One rule for both would put a padded copy of each kernel into the e-graph beside the kernel, and
-every merge built on it twice: on Inception-v3 under TENSAT's settings, 24,000 e-nodes where the
-two rules make 7,300, and the same graph extracted.
+every merge built on it twice: on a model of many convs (Inception-v3 under TENSAT's settings)
+the e-graph grows several times larger, and the same graph is extracted.
 
 What an op means in Relax (TASO has no broadcasting, so every element-wise pair is guarded to
 one shape, except in pointwise equations, which hold under broadcasting too). TASO's matrices may
@@ -659,7 +659,7 @@ def translation(file: str) -> Translation:
         lhs, rhs = tuple(e[0] for e in group), tuple(e[1] for e in group)
         symmetric = file in LEARNED_MULTI and len(lhs) == 2 and _renamed(lhs[0]) == _renamed(lhs[1])
         # an enlarge to the kernel's own size is the kernel: that case is a rule of its own, so that the
-        # e-graph does not hold a padded copy of each kernel (on Inception-v3, a third of its merges)
+        # e-graph does not hold a padded copy of each kernel (and every merge built on it twice)
         variants = [(name, False), (name + ENLARGED, True)] if any(_holds(t, ("enlarge",)) for t in rhs) else [(name, None)]
         try:
             translated = [translate(list(lhs), list(rhs), variant, symmetric, enlarging) for variant, enlarging in variants]
@@ -679,8 +679,8 @@ ENLARGED = "/enlarged"
 #: mirrored pair of matches of those whose two sources are the same term but for input names
 #: (:func:`_renamed`), its hand-written ones both ways. So do these rules (``Subst(symmetric=True)``),
 #: but for those whose sources share no input (``relu(a), relu(b)``): applied one way, their
-#: merged relus over a concat in the other order than the concat reading them, and Inception-v3's
-#: speedup falls from 18.6 to 16.4 % (17.5 % keeping the pair in graph order), for 0.8 % fewer e-nodes.
+#: merged relus over a concat in the other order than the concat reading them, which loses part of
+#: Inception-v3's speedup (even keeping the pair in graph order) to save hardly any e-nodes.
 LEARNED_MULTI = ("multi_rules.txt", "converted_multi.txt")
 #: TASO's hand-written substitutions, as TENSAT writes them: two convs of one input merged, the
 #: smaller kernel enlarged to the other's size (two-output rules), and a grouped conv's groups merged.

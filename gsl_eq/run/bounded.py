@@ -22,7 +22,7 @@ T = TypeVar("T")
 
 
 #: Work on at most this many e-nodes runs in the calling process: forking a process with TVM
-#: loaded takes some 40 ms (copying its page tables), more than such work overruns a limit by.
+#: loaded takes a while (copying its page tables), longer than such work overruns a limit by.
 IN_PROCESS_ENODES = 1_000
 
 
@@ -107,9 +107,9 @@ def run_parallel(task: Callable[[int], T], count: int, workers: int) -> Iterator
     another held stays locked in the child (a pytest-xdist worker's pool hung so).
     :func:`run_bounded`'s child runs only its own.
 
-    This process works too, rather than a pool of ``workers``: a fork of a process with TVM loaded
-    takes some 40 ms, and a pool's start and stop as long again, on work that takes a few tenths
-    of a second (the exact extractor's regions)."""
+    This process works too, rather than a pool of ``workers``: a fork of a process with TVM loaded,
+    and a pool's start and stop, take a noticeable share of work that takes a few tenths of a second
+    (the exact extractor's regions)."""
     if workers <= 1 or count <= 1 or "fork" not in multiprocessing.get_all_start_methods() or _threads() > 1:
         yield from ((index, task(index)) for index in range(count))
         return

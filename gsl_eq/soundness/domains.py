@@ -83,8 +83,8 @@ def rank_turns(op: str) -> tuple[int, ...]:
 
 #: Ops whose data input TVM types at one rank only (a convolution's or a pool's, whatever its
 #: layout): their first input, a leaf, is drawn at that rank but :data:`FREE_RANK` of the time.
-#: Drawn freely, a conv's data took another rank in three draws of four, each typed by TVM to be
-#: rejected (a variadic conv rule's check: 11,522 rejected calls, half of its time).
+#: Drawn freely, a conv's data took another rank in most draws, each typed by TVM to be rejected:
+#: a variadic conv rule's check spent much of its time on such rejected calls.
 FIXED_RANKS = {f"relax.nn.{name}{d}d": d + 2 for d in (1, 2, 3)
                for name in ("conv", "max_pool", "avg_pool", "adaptive_avg_pool")} | {
     f"relax.nn.conv{d}d_transpose": d + 2 for d in (1, 2)}

@@ -16,11 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 #: A build that runs once gets LLVM's optimizations where its roofline seconds pass this many per call:
-#: unoptimized code runs some 20-30 times its roofline time, optimized code 4-6 times, and optimizing adds
-#: up to 0.015 s of building per call (convolutions most), as measured on TENSAT's graphs and the zoo's on
-#: this project's 2-core machine (TENSAT's BERT checked: 2.2 s unoptimized, 0.8 s optimized; SqueezeNet:
-#: 1.5 s against 2.4 s). The product of 39 pairs of BERT's weight matrices that TASO's rules fold took
-#: 55 s unoptimized, 11 s optimized.
+#: unoptimized code runs many times slower than optimized code, but optimizing adds building time to every
+#: call (convolutions most), so a build whose calls are cheap finishes sooner unoptimized and one whose
+#: calls are heavy (large weight products that TASO's rules fold) sooner optimized.
 OPTIMIZED_ONCE_ABOVE = 0.00075
 #: How many timed rates of each kind are remembered.
 REMEMBERED_RATES = 8

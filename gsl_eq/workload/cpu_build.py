@@ -2,20 +2,20 @@
 
 TVM's default CPU pipeline legalizes each op into a loop nest and compiles it as written:
 a reduction's loops innermost, so a matmul walks its right operand down a column, a cache
-miss per step (a 1024x1024x1024 matmul runs 6.5 s on this project's 2-core machine). The
+miss per step, which makes a large matmul many times slower than it need be. The
 build here is TVM's default pipeline with one schedule step added after fusion: in each
 reduction, the reduction loops move just outside the innermost spatial loop, so the inner
-loop streams contiguous rows (the same matmul: 0.17 s). The order in which each output
+loop streams contiguous rows. The order in which each output
 sums its terms is unchanged, so outputs are bitwise those of TVM's default build.
 
 This is what parameter folding, verification and :meth:`Workload.build` run: folding the
-merged or reassociated weights of a large model took minutes before it (TENSAT's BERT: 285 s).
+merged or reassociated weights of a large model (TENSAT's BERT) took minutes before it.
 Tuned schedules remain :class:`~gsl_eq.measure.schedule_db.ScheduleDatabase`'s work.
 
 A module that runs once (folding parameters, computing a reference) is built without TVM's
 constant folding (``fold_constants=False``): FoldConstant compiles and runs each call on
 constants on its own, an LLVM module per call, where the one run computes them all anyway
-(a fold of 138 grouped convs' merged kernels, each from an ``eye``: 12.8 s, 2.5 s without).
+(a fold of many merged kernels would spend most of its time so).
 """
 
 from __future__ import annotations
