@@ -17,7 +17,7 @@ or, not), indexing and slicing. What Python cannot overload has a function:
 
 Expressions are compared by identity (``==`` builds an expression), and each one
 knows its free symbols (``expr.free``), which decide whether its value can be
-memoized while rewriting (seed 000, "记忆优化").
+memoized while rewriting (computed once per match).
 """
 
 from __future__ import annotations

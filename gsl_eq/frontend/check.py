@@ -1,16 +1,17 @@
-"""Semantic checks of a substitution rule (seed 000, "语义检查").
+"""Semantic checks of a substitution rule: what makes a rule well-formed before it runs.
 
 Per-pattern checks (op exists, input count, attribute names, variadic form)
 run in the pattern constructors. The checks here need the whole rule:
 
 * outputs: source and target outputs pair up one to one;
-* structure: the source's outputs are connected as seed 003's rule definition
-  requires, the target reads only the source's inputs, each pattern is one a
-  source can match or a target can build, templates are used only inside their
-  variadic;
+* structure: the source's outputs are connected (*connected source* in the
+  documentation's glossary), the target reads only the source's inputs, each
+  pattern is one a source can match or a target can build, templates are used
+  only inside their variadic;
 * context: walking the rule in the executor's order with a simulated context,
   every symbol is bound where it is used and every ``p.l`` reads a pattern that
-  already has a node (seed 000, "模式匹配与属性求值的依赖关系").
+  already has a node (an attribute is evaluated only after the patterns it reads
+  are matched).
 """
 
 from __future__ import annotations
@@ -150,8 +151,9 @@ def check_source(src: PatternGraph, owner: dict[Pattern, Variadic], loc: Loc) ->
 
 
 def disconnected_output(src: PatternGraph) -> int | None:
-    """The first source output sharing no pattern with the outputs before it, if any (seed 003,
-    definition "图替换规则": for k >= 2, (R(o_1) | ... | R(o_{k-1})) & R(o_k) is not empty).
+    """The first source output sharing no pattern with the outputs before it, if any: a connected
+    source needs, for k >= 2, (R(o_1) | ... | R(o_{k-1})) & R(o_k) not empty, R(o) being the
+    patterns reached from output o.
     Greedy mode needs a connected source; saturate mode pairs the outputs' e-classes."""
     reached: frozenset[Pattern] = frozenset()
     for k, out in enumerate(src.outputs):
@@ -239,7 +241,7 @@ def _check_target_call(p: Call, traits: Collection[OpWithTrait]) -> None:
 
 
 class OrderChecker:
-    """Walks a rule in the executor's order with a simulated context (seed 000, "语义检查").
+    """Walks a rule in the executor's order with a simulated context (the semantic check of the order).
 
     The context holds the patterns that have a node at each point and the
     symbols bound there. A source is matched in reverse post-order, a pattern's
@@ -363,7 +365,7 @@ def check_where(where: object, src: PatternGraph, order: OrderChecker, matched: 
 
 
 def memoizable(roots: Sequence[A.AttrExpr]) -> frozenset[A.AttrExpr]:
-    """Expressions worth memoizing while rewriting (seed 000, "记忆优化").
+    """Expressions worth memoizing while rewriting: computed once, however often they are read.
 
     Those referenced more than once (by object identity) among ``roots`` and
     their sub-expressions, that have no free symbols and are not trivial.

@@ -1,8 +1,8 @@
-"""Pattern graphs (seed 003, "模式图"): the structure an executor walks.
+"""Pattern graphs (*pattern graph* in the documentation's glossary): the structure an executor walks.
 
 A pattern graph is given by its output patterns; its vertices are every pattern
 reachable backwards through ``inputs``. The reverse post-order and the
-successor lists follow seed 003's algorithms ("逆后序", "后继序列"): outputs in
+successor lists are as in a computation graph (:class:`~gsl_eq.graph.graph.Graph`): outputs in
 order, predecessors in order, and each successor list a subsequence of the
 reverse post-order. A target graph stops at source patterns (its ``boundary``):
 they are matched, not built.

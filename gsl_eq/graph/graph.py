@@ -1,4 +1,4 @@
-"""The computation graph GSL works on (seed 003, "计算图").
+"""The computation graph GSL works on: a DAG of expressions, matched and rewritten by rules.
 
 A graph is a DAG of :class:`Node` values. A node is one of the five forms of the
 expression language: a variable (a function parameter, with shape and dtype), a
@@ -135,8 +135,8 @@ class Graph:
         self._succ: dict[Node, list[Node]] | None = None
 
     def rpo(self) -> tuple[Node, ...]:
-        """Reverse post-order (seed 003, algorithm "逆后序遍历"): outputs in order,
-        predecessors in order, each node after all of its predecessors."""
+        """Reverse post-order (*reverse post-order* in the documentation's glossary): outputs in
+        order, predecessors in order, each node after all of its predecessors."""
         if self._rpo is None:
             order: list[Node] = []
             seen: set[Node] = set()
@@ -159,7 +159,7 @@ class Graph:
         return self._rpo
 
     def successors(self) -> dict[Node, list[Node]]:
-        """Successor lists (seed 003, "后继序列"): each a subsequence of :meth:`rpo`.
+        """Successor lists (*successor list* in the glossary): each a subsequence of :meth:`rpo`.
 
         A node reading the same predecessor twice appears once in its list.
         """

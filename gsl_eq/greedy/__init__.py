@@ -1,4 +1,4 @@
-"""Greedy mode: GSL's direct, destructive matcher and rewriter (seed 000)."""
+"""Greedy mode: GSL's direct, destructive matcher and rewriter."""
 
 from .match import Match, Matcher
 from .rewriter import GreedyResult, greedy, rewrite, rewrite_graph, rewrite_once

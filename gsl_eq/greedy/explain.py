@@ -5,7 +5,7 @@ the same op (or an op with the trait) and arity. At each, greedy mode's matcher
 runs with failure recording on; the deepest failure (the one reached with the
 most patterns matched) is the reason: a pattern that met another kind of
 node or op, a guard that was false (with the values it compared), an inner
-node with a successor outside the match (seed 003's condition 4), a missing
+node with a successor outside the match (the rewrite would remove a node another reads), a missing
 output of a multi-output source. Where the source matches, the target is built
 as the executors build it: it is refused when TVM cannot type it or an output's
 type would change, else the rule fires there.

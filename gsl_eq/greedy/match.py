@@ -1,13 +1,13 @@
-"""Matching a rule's source pattern in a computation graph (seed 000, section "双向匹配算法").
+"""Matching a rule's source pattern in a computation graph, from patterns to nodes and back.
 
-* Single output (algorithm "单输出模式的匹配算法"): a bijection M from patterns
+* Single output: a bijection M from patterns
   to nodes grows while the pattern is walked against its inputs; a pattern in
   M must meet the same node again, a node in M's range cannot be matched twice;
   attribute constraints are checked as soon as a pattern's inputs are matched,
   so they may read every pattern matched before (reverse post-order).
 * Variadic tuple fields: a ``pat.Variadic`` matches a tuple by instantiating
   its templates once per field, its index symbol bound to the field number.
-* Several outputs (algorithm "多输出顶点的匹配算法"): the first output is found by
+* Several outputs (a multi-pattern rule's source): the first output is found by
   scanning the graph; each further one by a depth-first search over candidate
   (pattern, node) pairs pushed forward from the pairs already matched
   (``_push_successors``), backing M up before each try and restoring it on
@@ -15,7 +15,8 @@
 * Variadic outputs: like several outputs, with a fresh template instance per
   try, until a round finds no new output; at least ``min_len`` instances.
 * Finally no matched node other than an input or an output may have a
-  successor outside the match (seed 003, condition 4 of f).
+  successor outside the match: the rewrite removes those nodes, and another reader would
+  lose its input.
 
 Templates are not copied: a template's node in instance k is kept in that
 instance's own table, shared patterns in the main one.

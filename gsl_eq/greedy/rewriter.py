@@ -1,9 +1,9 @@
 """Rewriting matched subgraphs through the target pattern, and the greedy drivers.
 
-A match is rewritten by building the target pattern graph (seed 000, "改写"):
-source patterns stand for the nodes they matched, target calls become new
-nodes whose attributes are evaluated from the match, memoizing the expressions
-the rule marked (referenced more than once, no free symbols: "记忆优化").
+A match is rewritten by building the target pattern graph: source patterns
+stand for the nodes they matched, target calls become new nodes whose
+attributes are evaluated from the match, memoizing the expressions the rule
+marked (referenced more than once, no free symbols: computed once per match).
 A match whose target TVM cannot type, or whose outputs would change type, is
 left alone.
 
@@ -433,7 +433,7 @@ class GreedyResult:
 
 
 #: Seconds per node a rewritten graph takes to become a workload (its Relax module built and typed,
-#: unfolded): 41-48 us measured on a 2-core machine, here with a margin for the pass's growth.
+#: unfolded): a little above what it was measured to take, as a margin for the pass's growth.
 CONVERT_SECONDS_PER_NODE = 60e-6
 
 

@@ -107,7 +107,14 @@ def layer_norm(x: relax.Expr, name: str, dim: int) -> relax.Expr:
 
 
 def diamond_conv() -> Workload:
-    """Seed 002's example: conv2d(x, w1) + conv2d(x, w2)."""
+    """The diamond of the README's first rule: ``conv2d(x, w1) + conv2d(x, w2)``, two 1x1 convs of one
+    input summed, which :func:`gsl_eq.rules.conv.diamond_conv_add` folds into one conv.
+
+    Returns
+    -------
+    Workload
+        ``x`` of shape (2, 2, 4, 4) its runtime input; the kernels ``w1`` and ``w2`` its parameters.
+    """
     x = var("x", 2, 2, 4, 4)
     y = R.add(R.nn.conv2d(x, var("w1", 4, 2, 1, 1)), R.nn.conv2d(x, var("w2", 4, 2, 1, 1)))
     return Workload.from_expr(y, {"x"})

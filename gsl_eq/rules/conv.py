@@ -15,7 +15,7 @@ def diamond_conv_add() -> Subst:
     """``conv2d(x, w1) + conv2d(x, w2) -> conv2d(x, w1 + w2)``.
 
     When: both convs read the same ``x``, have kernels of the same shape and the
-    same attributes (convolution is linear in the kernel). Seed 002's first example.
+    same attributes (convolution is linear in the kernel). The README's first rule.
     """
     # Input
     x = pat.Wildcard()
@@ -101,7 +101,7 @@ def parallel_conv() -> Subst:
     """Two convs of one input -> one conv on the concatenated kernels, split in two.
 
     When: ungrouped NCHW convs with kernels of the same shape and the same
-    attributes. Seed 002's multi-output example.
+    attributes. A multi-pattern rule: its target has two outputs.
     """
     # Input
     x = pat.Wildcard()
@@ -121,7 +121,7 @@ def parallel_conv_variadic() -> Subst:
     """Any number (at least two) of convs of one input -> one conv, split back per conv.
 
     When: ungrouped NCHW convs with the same attributes and kernels of the same
-    spatial size; output channel counts may differ. Seed 002's variadic example.
+    spatial size; output channel counts may differ. A variadic pattern's example.
     """
     # Input
     x = pat.Wildcard()

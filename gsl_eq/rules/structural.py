@@ -26,7 +26,7 @@ def split_concat_variadic() -> Subst:
     """``concat((split(x)[0], ..., split(x)[n-1]), axis=a) -> x`` for a split into any number of parts.
 
     When: the concat joins the split's items in order along the split's axis and
-    gives back ``x``'s shape (so no part is left out). Seed 002's variadic example.
+    gives back ``x``'s shape (so no part is left out). A variadic pattern's example.
     """
     # Input
     x = pat.Wildcard()

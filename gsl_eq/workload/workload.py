@@ -1,4 +1,4 @@
-"""Workload: a Relax module together with its model parameters (seed 003, W = (F, Θ)).
+"""Workload: a Relax module together with its model parameters (*workload* in the documentation's glossary).
 
 The module's ``main`` takes runtime inputs and model parameters; ``params`` binds
 the parameters by name, every other function parameter is a runtime input.
@@ -60,10 +60,9 @@ class Unfolded:
 
 
 #: What a fold costs (:meth:`Workload.predicted_fold_seconds`): TVM builds the parameter computations into
-#: one module and runs it once. Measured on a 2-core machine: 0.07-0.1 s for a fold of one call; unoptimized,
-#: 2-10 ms of building per call (3,135 concatenations of TENSAT's weights: 6.9 s) and 5-18 ns per element of
-#: their outputs, some 20 times their roofline time; optimized (39 products of BERT's 1024x1024 weight
-#: matrices, 1.3 roofline seconds), 6 ms per call and 2-8 s per roofline second.
+#: one module and runs it once, so a fold costs a fixed start, some building per call (more when optimized)
+#: and running time proportional to the calls' roofline time (far more when unoptimized); the rates are
+#: upper ends of what folds of TENSAT's and BERT's weights were measured to take.
 FOLD_RATES = BuildRates(once=0.1, per_call={False: 2e-3, True: 0.01}, per_roofline_second={False: 50.0, True: 10.0})
 
 
