@@ -30,28 +30,53 @@ if TYPE_CHECKING:
 
 
 class Subst:
-    """A substitution rule from source pattern(s) to target pattern(s).
+    """A substitution rule from source pattern(s) to target pattern(s): what greedy mode applies
+    (call the rule on a workload) and saturate mode adds to the e-graph (:func:`gsl_eq.optimize`).
 
-    ``src`` and ``tgt`` are each one pattern or a list of output patterns, the
-    k-th source output being replaced by the k-th target output; a variadic on
-    both sides pairs up their instances. ``where`` is a guard (or a list of
-    guards): attribute expressions over any source pattern, checked once the
-    whole source has matched, e.g. ``where=[a.shape == b.shape, w.ndim == 4]``.
+    Parameters
+    ----------
+    src, tgt
+        Each one pattern or a list of output patterns, the k-th source output being replaced by
+        the k-th target output; a variadic on both sides pairs up their instances.
+    name
+        A name for reports; by default the file:line that built the rule, with ``#k`` for the
+        k-th rule built there.
+    where
+        A guard (or a list of guards): attribute expressions over any source pattern, checked
+        once the whole source has matched, e.g. ``where=[a.shape == b.shape, w.ndim == 4]``.
+    symmetric
+        The two source outputs are interchangeable, as in merging two matmuls of one input
+        (``[x @ w1, x @ w2]``): every match has a mirror (the outputs swapped) whose rewrite is the
+        first's mirror image (``concat(w2, w1)`` for ``concat(w1, w2)``), so saturate mode applies
+        one of each pair, as TENSAT does for TASO's learned two-output rules: the e-graph grows by
+        half as much, at the same best cost. The source must read the same with its outputs
+        swapped (checked here); saturate mode raises if a guard accepts a match and rejects its
+        mirror. A variadic output's instances may be declared interchangeable too (they bind no
+        index): saturate mode then applies one order of each set of matches (merging n convs of
+        one input: n! orders become one). The order kept is the graph's
+        (:mod:`gsl_eq.egraph.egraph`, ``order``), so merged branches split back in the order a
+        concat reads them. Greedy mode ignores it.
 
-    ``symmetric``: the two source outputs are interchangeable, as in merging two
-    matmuls of one input (``[x @ w1, x @ w2]``): every match has a mirror (the
-    outputs swapped) whose rewrite is the first's mirror image (``concat(w2, w1)``
-    for ``concat(w1, w2)``), so saturate mode applies one of each pair, as TENSAT
-    does for TASO's learned two-output rules: the e-graph grows by half as much,
-    at the same best cost. The source must read the same with its outputs swapped
-    (checked here); saturate mode raises if a guard accepts a match and rejects
-    its mirror. A variadic output's instances may be declared interchangeable
-    too (they bind no index): saturate mode then applies one order of each set
-    of matches (merging n convs of one input: n! orders become one). The order
-    kept is the graph's (:mod:`gsl_eq.egraph.egraph`, ``order``), so merged
-    branches split back in the order a concat reads them. Greedy mode ignores it.
-    Raises a :class:`GSLError` subclass naming the faulty element and its line
-    when the rule is malformed.
+    Raises
+    ------
+    GSLError
+        A subclass naming the faulty element and its line, when the rule is malformed.
+
+    Examples
+    --------
+    Two convolutions of one input by kernels of one shape, added, are one convolution by the
+    summed kernels::
+
+        from gsl_eq import Subst, op, pat
+        from gsl_eq.models import diamond_conv
+
+        x, w1 = pat.Wildcard(), pat.Variable()
+        w2 = pat.Variable(shape=w1.shape)
+        same = ["strides", "padding", "dilation", "groups"]
+        conv1 = op.Conv2D(x, w1)
+        conv2 = op.Conv2D(x, w2, **pat.same_attr(conv1, same))
+        rule = Subst(conv1 + conv2, op.Conv2D(x, w1 + w2, **pat.same_attr(conv1, same)))
+        print(rule(diamond_conv()).mod)   # greedy mode: one conv2d left
     """
 
     source: PatternGraph
@@ -129,8 +154,13 @@ class Subst:
     def __call__(self, wl: "Workload", fold_params: bool = True) -> "Workload":
         """Apply the rule to workload ``wl`` until no match is left (greedy mode); returns a new workload.
 
-        With ``fold_params``, computations on parameters only are then folded
-        into new parameters (``v_param_1``, ...), as in GSL.
+        Parameters
+        ----------
+        wl
+            The workload to rewrite; it is left as it is.
+        fold_params
+            Fold computations on parameters only into new parameters (``v_param_1``, ...)
+            afterwards, as in GSL.
         """
         return executors.apply(self, wl, fold_params)
 

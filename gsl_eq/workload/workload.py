@@ -89,7 +89,30 @@ class Derived:
 
 
 class Workload:
-    """A Relax module and its parameters: what gsl_eq loads, rewrites, runs and compares."""
+    """A Relax module and its parameters: what gsl_eq loads, rewrites, runs and compares.
+
+    Parameters
+    ----------
+    mod
+        The module; its ``main`` takes runtime inputs and model parameters, each by its own name.
+    params
+        The parameters' values by name (NumPy arrays, or anything ``numpy.asarray`` reads), each
+        of the shape and dtype ``main`` declares; every other parameter of ``main`` is a runtime
+        input.
+
+    Raises
+    ------
+    WorkloadError
+        Two parameters of ``main`` share a name, or a value names no parameter or does not fit it.
+
+    Examples
+    --------
+    Usually made by an importer (:meth:`from_torch`, :meth:`from_onnx`, :meth:`from_expr`) and
+    called like a function::
+
+        wl = Workload.from_torch(net, (x,))
+        y = wl(**wl.random_inputs(0))
+    """
 
     #: The parameter-only computations :meth:`fold_params` had to leave in the graph.
     unfolded: tuple[Unfolded, ...] = ()
@@ -129,7 +152,15 @@ class Workload:
 
     @staticmethod
     def from_graph(graph: Graph, params: Mapping[str, Any]) -> "Workload":
-        """The workload of ``graph`` with those of ``params`` the graph still takes."""
+        """The workload of ``graph`` with those of ``params`` the graph still takes.
+
+        Parameters
+        ----------
+        graph
+            A computation graph (:class:`~gsl_eq.graph.Graph`), turned into ``main``.
+        params
+            Parameter values by name; those the graph no longer reads are dropped.
+        """
         names = {v.name for v in graph.inputs}
         return Workload(to_relax(graph), {k: v for k, v in params.items() if k in names})
 
@@ -137,14 +168,28 @@ class Workload:
     def from_expr(expr: relax.Expr, input_names: Iterable[str], dtype: str = "float32", seed: int = 0) -> "Workload":
         """Build a workload from a Relax expression over ``relax.Var``s.
 
-        Variables named in ``input_names`` stay runtime inputs; every other free
-        variable becomes a parameter with a random value drawn from ``seed``:
-        vectors and scalars (biases, scales, statistics) from U[0.5, 1.5), so
-        variances stay positive; tensors of rank >= 2 (weights) from
-        U[-b, b) with b = 1/sqrt(fan_in), fan_in being the product of all
-        dimensions but the first, so deep models keep activations in range.
-        ``dtype`` is the dtype of floating-point parameters' values when a
-        variable has none of its own.
+        Every free variable not named in ``input_names`` becomes a parameter with a random value:
+        vectors and scalars (biases, scales, statistics) from U[0.5, 1.5), so variances stay
+        positive; tensors of rank >= 2 (weights) from U[-b, b) with b = 1/sqrt(fan_in), fan_in
+        being the product of all dimensions but the first, so deep models keep activations in range.
+
+        Parameters
+        ----------
+        expr
+            The expression ``main`` returns.
+        input_names
+            The names of the variables that stay runtime inputs (a collection, not one string).
+        dtype
+            The dtype of floating-point parameters' values when a variable has none of its own.
+        seed
+            The seed the parameters' values are drawn from.
+
+        Examples
+        --------
+        ::
+
+            x, w = relax.Var("x", relax.TensorType((1, 8), "float32")), relax.Var("w", relax.TensorType((8, 8), "float32"))
+            wl = Workload.from_expr(relax.op.nn.relu(relax.op.matmul(x, w)), {"x"})   # w: a parameter
         """
         if isinstance(input_names, (str, bytes)):
             raise WorkloadError(f"input_names must be a collection of variable names, not the string "
@@ -170,7 +215,15 @@ class Workload:
 
         The module is exported in evaluation mode (on a copy: the caller's module
         is untouched); its parameters and buffers become the workload's parameters.
-        ``bind`` sets symbolic dimensions to sizes (``{"s0": 1}``).
+
+        Parameters
+        ----------
+        module
+            The ``torch.nn.Module``.
+        example_inputs
+            Inputs to export it with (tensors), in ``forward``'s order.
+        bind
+            Sizes for symbolic dimensions (``{"s0": 1}``).
         """
         from .importers import torch_module
 
@@ -179,10 +232,17 @@ class Workload:
     @staticmethod
     def from_exported_program(program: Any, bind: Mapping[str, int] | None = None) -> "Workload":
         """Import a ``torch.export.ExportedProgram`` through TVM's Relax frontend; its parameters and
-        buffers become the workload's parameters. ``bind`` sets symbolic dimensions to sizes::
+        buffers become the workload's parameters::
 
             program = torch.export.export(model.eval(), (x,))
             wl = Workload.from_exported_program(program)
+
+        Parameters
+        ----------
+        program
+            The exported program.
+        bind
+            Sizes for symbolic dimensions (``{"s0": 1}``).
         """
         from .importers import exported_program
 
@@ -215,15 +275,30 @@ class Workload:
                     bind: Mapping[str, int] | None = None) -> "Workload":
         """The workload of a Relax module whose ``main`` may hold its weights as constants (as
         ``relax.transform.BindParams`` leaves them): every constant that is not a scalar becomes a
-        parameter holding its value, so rules and folding see weights as weights. ``params`` binds
-        parameters of ``main`` by name; ``bind`` sets symbolic dimensions to sizes."""
+        parameter holding its value, so rules and folding see weights as weights.
+
+        Parameters
+        ----------
+        mod
+            The module.
+        params
+            Values of parameters of ``main``, by name.
+        bind
+            Sizes for symbolic dimensions (``{"s0": 1}``).
+        """
         from .importers import bind_symbolic
 
         return Workload(bind_symbolic(mod, bind), params).with_constants_as_params()
 
     def with_constants_as_params(self, lift: Callable[[np.ndarray], bool] = lambda value: value.ndim > 0) -> "Workload":
         """This workload with each constant whose value ``lift`` accepts made a new parameter
-        (``v_param_<k>``) holding that value; itself if there is none."""
+        (``v_param_<k>``) holding that value; itself if there is none.
+
+        Parameters
+        ----------
+        lift
+            Which constants' values to lift; by default every one that is not a scalar.
+        """
         lifted = [n for n in self._graph.rpo() if n.kind is Kind.CONST and lift(n.value)]
         if not lifted:
             return self
@@ -302,12 +377,22 @@ class Workload:
         (:mod:`gsl_eq.workload.cpu_build`). With a :class:`~gsl_eq.measure.schedule_db.ScheduleDatabase`, every kernel
         is scheduled as it says (its own target then applies).
 
-        ``once``: the module is to run once (a fold, a reference to compare with), so it is built
-        soonest, not fastest: for :meth:`once_target` and by TVM's pipeline without constant folding
-        (which compiles each computation on constants apart to run it at build time).
+        Parameters
+        ----------
+        target
+            The TVM target.
+        schedules
+            A schedule database to schedule every kernel by; None: TVM's default pipeline.
+        once
+            The module is to run once (a fold, a reference to compare with), so it is built
+            soonest, not fastest: for :meth:`once_target` and by TVM's pipeline without constant
+            folding (which compiles each computation on constants apart to run it at build time).
 
-        Raises WorkloadError, naming TVM's reason, when TVM cannot compile the module
-        (see :attr:`unfolded` and :func:`gsl_eq.rules.legalize`).
+        Raises
+        ------
+        WorkloadError
+            Naming TVM's reason, when TVM cannot compile the module (see :attr:`unfolded` and
+            :func:`gsl_eq.rules.legalize`).
         """
         try:
             if once:
@@ -356,8 +441,16 @@ class Workload:
         return _from_tvm(result)
 
     def seconds(self, inputs: Mapping[str, Any], number: int = 10) -> float:
-        """Mean seconds of ``number`` runs on ``inputs`` (by name), with the build made last
-        (:meth:`build`), or the default build."""
+        """Mean seconds of ``number`` runs on ``inputs``, with the build made last (:meth:`build`),
+        or the default build.
+
+        Parameters
+        ----------
+        inputs
+            A value for every runtime input, by name (:meth:`random_inputs` makes them).
+        number
+            How many runs the mean is over.
+        """
         if self._vm is None:
             self.build()
         arguments = [tvm.runtime.tensor(np.require(self._params[v.name] if v.name in self._params
@@ -371,7 +464,13 @@ class Workload:
         (data-sized, unlike parameters), booleans either way, integers from 1 to 7 (never a zero divisor) — or, for
         an input that indexes a tensor (``take``, ``gather_elements``, ``gather_nd``,
         directly or through reshapes and casts), from 0 to the indexed axis's size, so
-        that every index is in range."""
+        that every index is in range.
+
+        Parameters
+        ----------
+        seed
+            The seed of the values: the same seed gives the same inputs.
+        """
         rng = np.random.default_rng(seed)
         types = {v.name: v.type for v in self._graph.inputs}
         bounds = _index_bounds(self._graph)
@@ -476,8 +575,19 @@ class Workload:
 
         Graphviz lays it out, installed with gsl_eq (as WebAssembly: no system program is
         needed; see :mod:`gsl_eq.graph.drawing`). Past ``max_nodes`` nodes, repeated blocks are folded
-        into one box each (``None`` draws every node); the drawing's frame says how often the
-        block repeats. Raises :class:`~gsl_eq.graph.drawing.DrawingError` for another suffix.
+        into one box each; the drawing's frame says how often the block repeats.
+
+        Parameters
+        ----------
+        path
+            The file to write.
+        max_nodes
+            Past this many nodes, repeated blocks are folded; ``None`` draws every node.
+
+        Raises
+        ------
+        DrawingError
+            For another suffix (:class:`~gsl_eq.graph.drawing.DrawingError`).
         """
         from ..graph.drawing import draw
 
@@ -493,8 +603,17 @@ class Workload:
 
         TVMScript can only spell a constant that is a finite scalar: any other constant (a
         PyTorch import's position ids, a -inf mask value) is written as a new parameter
-        (``v_param_<k>``) holding its value, so the file computes the same. Raises
-        :class:`~gsl_eq.errors.WorkloadError`, writing nothing, if TVM could not read the text back.
+        (``v_param_<k>``) holding its value, so the file computes the same.
+
+        Parameters
+        ----------
+        path
+            The TVMScript file to write (``.py``).
+
+        Raises
+        ------
+        WorkloadError
+            Writing nothing, if TVM could not read the text back.
         """
         path, params = Path(path), params_path(path)
         written = self.with_constants_as_params(lambda value: not _spelled_in_script(value))
@@ -508,7 +627,18 @@ class Workload:
     def load(path: str | Path) -> "Workload":
         """The workload :meth:`save` wrote into ``path``: its TVMScript, and the parameters in
         ``<path without .py>.params.npz`` if that file exists (else every parameter of ``main`` is
-        a runtime input)."""
+        a runtime input).
+
+        Parameters
+        ----------
+        path
+            The TVMScript file.
+
+        Raises
+        ------
+        WorkloadError
+            The file cannot be read, or is not TVMScript of a module that TVM reads.
+        """
         path, params = Path(path), params_path(path)
         try:
             text = path.read_text()
