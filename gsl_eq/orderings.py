@@ -157,18 +157,38 @@ def compare_orderings(
     address: str | None = None,
     **saturate_options: Any,
 ) -> OrderingComparison:
-    """Greedy mode under each ordering of ``rules`` and saturate mode once, same rules, same cost model.
+    """Greedy mode under each ordering of ``rules`` and saturate mode once, same rules, same cost model:
+    how much greedy mode's result depends on the order its rules run in (the phase-ordering problem).
 
-    ``orderings``: how many orders to try (all permutations when there are few
-    rules, else a seeded sample), or the orders themselves (indices or names).
-    ``saturate_options`` go to :func:`optimize` (limits, extractor). With
-    ``plot``, a chart is saved there too.
+    Parameters
+    ----------
+    workload
+        The workload (or a Relax module).
+    rules
+        The rules.
+    orderings
+        How many orders to try (all permutations when there are few rules, else a sample drawn
+        from ``seed``), or the orders themselves (indices or names).
+    cost
+        The cost model, or its name (:func:`~gsl_eq.cost.get_cost_model`).
+    seed
+        The seed of the sample of orders.
+    plot
+        A file to save a chart into too.
+    address
+        Run the orderings and the saturation as Ray tasks at once, on the cluster at ``address``
+        (``"auto"``, ``"ray://HOST:PORT"``, a head's ``"HOST:PORT"``) or on a local instance
+        started for the call (``"local"``); see :class:`~gsl_eq.run.cluster.Cluster`. The workload
+        and the rules go to the object store once; each task returns its report. The costs are
+        those of the serial run. None (the default): one run after another in this process.
+    **saturate_options
+        Go to :func:`gsl_eq.optimize` for the saturation (limits, extractor).
 
-    ``address``: run the orderings and the saturation as Ray tasks at once, on the cluster at
-    ``address`` (``"auto"``, ``"ray://HOST:PORT"``, a head's ``"HOST:PORT"``) or on a local
-    instance started for the call (``"local"``); see :class:`~gsl_eq.run.cluster.Cluster`. The
-    workload and the rules go to the object store once; each task returns its report. The costs
-    are those of the serial run (default: None, one run after another in this process).
+    Examples
+    --------
+    ::
+
+        comparison = compare_orderings(wl, rules.default(), orderings=12, plot="orders.png")
     """
     model = get_cost_model(cost)
     rules = as_rule_list(rules)

@@ -122,8 +122,23 @@ def pipeline(rules: Sequence[Subst] | Optimize | None = None, target: str | tvm.
              base: str = "default", **options: Any) -> tvm.transform.Pass:
     """gsl_eq's :class:`Optimize` followed by TVM's build pipeline ``base`` (what ``tvm.compile``
     runs by default; for a GPU ``target``, that target's default pipeline, as ``tvm.compile`` picks
-    it), for ``tvm.compile(mod, target, relax_pipeline=pipeline(...))``. ``options`` go to
-    :class:`Optimize`; or give an :class:`Optimize` of your own, to read its ``runs`` after::
+    it), for ``tvm.compile(mod, target, relax_pipeline=pipeline(...))``.
+
+    Parameters
+    ----------
+    rules
+        The rules for a new :class:`Optimize`, or an :class:`Optimize` of your own, to read its
+        ``runs`` after.
+    target
+        The target the pipeline is for; a GPU target picks that target's default pipeline.
+    base
+        The name of TVM's pipeline that follows.
+    **options
+        Go to :class:`Optimize`.
+
+    Examples
+    --------
+    ::
 
         opt = Optimize(rules.default(), mode="greedy")
         ex = tvm.compile(mod, "llvm", relax_pipeline=pipeline(opt))

@@ -71,7 +71,12 @@ def graph_cost(graph: Graph, model: CostModel | str) -> float:
     TVM fuses them into); for a model that prices fusion (:func:`~.fusion.fuses`, ``"gpu"``),
     :func:`fused_graph_cost`.
 
-    ``model`` is a cost model or a name accepted by :func:`get_cost_model`.
+    Parameters
+    ----------
+    graph
+        The graph to price.
+    model
+        A cost model or a name accepted by :func:`get_cost_model`.
     """
     model = get_cost_model(model)
     if callable(getattr(model, "graph_cost", None)):
@@ -264,7 +269,15 @@ def get_cost_model(name_or_model: str | CostModel) -> CostModel:
     """A cost model: a fresh default instance for a name (``"opcount"``, ``"roofline"``,
     ``"measured"``, ``"tvm"``, ``"gpu"``, ``"gpu-measured"``, any case), or ``name_or_model`` itself when it already is a model.
 
-    Raises ``ValueError`` naming the valid choices otherwise.
+    Parameters
+    ----------
+    name_or_model
+        A name or a cost model.
+
+    Raises
+    ------
+    ValueError
+        Naming the valid choices, for another name.
     """
     if isinstance(name_or_model, str):
         factory = COST_MODELS.get(name_or_model.strip().lower())

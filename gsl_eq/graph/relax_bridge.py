@@ -31,7 +31,15 @@ _verified_calls: set[tuple[Any, ...]] = set()
 
 
 def from_relax(mod: tvm.IRModule, func_name: str = "main") -> Graph:
-    """Load function ``func_name`` of ``mod`` into a :class:`Graph`."""
+    """Load function ``func_name`` of ``mod`` into a :class:`Graph`, the form rules match and rewrite.
+
+    Parameters
+    ----------
+    mod
+        The Relax module.
+    func_name
+        The function to load.
+    """
     names = sorted(gv.name_hint for gv in mod.get_global_vars())
     if func_name not in names:
         raise UnsupportedModuleError(f"module has no function {func_name!r} (it has {names})")
@@ -139,7 +147,15 @@ def _construct(expr: Any) -> str:
 
 
 def to_relax(graph: Graph, func_name: str = "main") -> tvm.IRModule:
-    """Emit ``graph`` as a module with one Relax function ``func_name``."""
+    """Emit ``graph`` as a module with one Relax function ``func_name``: :func:`from_relax` undone.
+
+    Parameters
+    ----------
+    graph
+        The graph.
+    func_name
+        The function's name.
+    """
     params = [relax.Var(n.name, to_relax_type(n.type)) for n in graph.inputs]
     values: dict[Node, Any] = dict(zip(graph.inputs, params))
     bb = relax.BlockBuilder()

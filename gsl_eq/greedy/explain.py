@@ -89,7 +89,19 @@ class Explanation:
 
 
 def explain(rule: Subst, workload: Workload | Graph) -> Explanation:
-    """Where ``rule``'s source could match in ``workload`` and why it does not (or does) fire there::
+    """Where ``rule``'s source could match in ``workload`` and why it does not (or does) fire there:
+    for a rule that never fires, the pattern, guard or type that stops it.
+
+    Parameters
+    ----------
+    rule
+        The rule.
+    workload
+        A workload, or its computation graph.
+
+    Examples
+    --------
+    ::
 
         why = gsl_eq.explain(rules.diamond_conv_add(), wl)
         print(why)   # node #7 relax.add ...: no match after 4 of 7 patterns, at Call relax.nn.conv2d

@@ -403,7 +403,21 @@ def rewrite(
     node_limit: int = DEFAULT_NODE_LIMIT,
 ) -> tuple[Workload, int]:
     """Apply one rule until no match is left (at most ``max_passes`` passes, never growing the
-    graph past ``node_limit`` nodes); returns the new workload and how often it fired."""
+    graph past ``node_limit`` nodes); returns the new workload and how often it fired.
+
+    Parameters
+    ----------
+    wl
+        The workload to rewrite; it is left as it is.
+    rule
+        The rule.
+    fold_params
+        Fold the parameters afterwards (:meth:`~gsl_eq.workload.Workload.fold_params`).
+    max_passes
+        Passes at the most.
+    node_limit
+        Nodes the graph may grow to.
+    """
     graph, count, _, _ = rewrite_graph(wl.graph, rule, max_passes, node_limit)
     if not count:
         return (wl.fold_params() if fold_params else wl), 0
@@ -466,7 +480,33 @@ def greedy(
     ``stop_reason`` says which limit stopped it, ``saturated`` when no rule
     matched any more, or ``cycle`` when a round ended on a graph the input or an earlier
     round was (rules that undo one another; a rule's passes that come back to a graph an
-    earlier pass gave end its turn, not the round)::
+    earlier pass gave end its turn, not the round).
+
+    Parameters
+    ----------
+    wl
+        The workload to rewrite; it is left as it is.
+    rules
+        The rules, applied in this order.
+    fold_params
+        Fold the parameters after every rule that fired.
+    max_rounds
+        Rounds at the most (saturate mode's iteration limit).
+    max_passes
+        Passes of one rule in a round at the most.
+    node_limit
+        Nodes the graph may grow to; None: no limit.
+    time_limit
+        Seconds; None: no limit.
+
+    Returns
+    -------
+    GreedyResult
+        The workload, the rules that fired and how often, and ``stop_reason``.
+
+    Examples
+    --------
+    ::
 
         result = greedy(wl, [expanding_rule], node_limit=10_000, time_limit=5)
         result.stop_reason   # StopReason.NODE_LIMIT

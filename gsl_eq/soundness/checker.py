@@ -133,8 +133,29 @@ class RuleCheck:
 
 
 def check_rule(rule: Subst, trials: int = 8, seed: int = 0, tries: int | None = None) -> RuleCheck:
-    """Check ``rule`` numerically on ``trials`` instances drawn (in at most ``tries`` draws,
-    default ``10 * trials``) from ``seed``; see the module docstring for the verdicts::
+    """Check ``rule`` numerically: whether its target computes what its source does, on random
+    instances (shapes, attributes and values) of its source; see the module docstring for the verdicts.
+
+    Parameters
+    ----------
+    rule
+        The rule.
+    trials
+        How many instances to check.
+    seed
+        The seed the instances are drawn from.
+    tries
+        Draws at the most (a draw the source does not match, or whose source TVM cannot build,
+        is a try but no instance); default ``10 * trials``.
+
+    Raises
+    ------
+    ValueError
+        ``trials`` below 1.
+
+    Examples
+    --------
+    ::
 
         result = gsl_eq.check_rule(my_rule, trials=20)
         print(result.summary())        # sound on 20 instances (17 input shapes, ...)

@@ -31,13 +31,36 @@ PARAMS = ("values", "seeds")
 
 
 def export(workload: Workload, path: str | Path, params: str = "values", seed: int = 0) -> tuple[Path, Path]:
-    """Write ``workload``'s graph into ``path`` (JSON) and its values into ``<path without suffix>.npz``;
-    return both paths. ``params="seeds"`` writes a seed and a distribution for each floating-point
-    parameter instead of its value (the workload's own parameters' distributions: see
-    :meth:`~gsl_eq.workload.Workload.from_expr`); a parameter's seed depends on its name alone, so two
-    graphs of one model draw the same weights. Runtime inputs are stored as
-    :meth:`~gsl_eq.workload.Workload.random_inputs` draws them with ``seed`` (floating-point ones,
-    under ``params="seeds"``, drawn from U[-1, 1) where the graph runs)."""
+    """Write ``workload``'s graph into ``path`` (JSON) and its values into ``<path without suffix>.npz``,
+    for a machine with PyTorch and NumPy only (:mod:`gsl_eq.workload.torch_runner`); return both paths.
+
+    Parameters
+    ----------
+    workload
+        The workload to write.
+    path
+        The JSON file.
+    params
+        ``"values"``: each parameter's value. ``"seeds"``: a seed and a distribution for each
+        floating-point parameter instead of its value (the workload's own parameters'
+        distributions: see :meth:`~gsl_eq.workload.Workload.from_expr`); a parameter's seed depends
+        on its name alone, so two graphs of one model draw the same weights.
+    seed
+        Runtime inputs are stored as :meth:`~gsl_eq.workload.Workload.random_inputs` draws them
+        with this seed (floating-point ones, under ``params="seeds"``, drawn from U[-1, 1) where
+        the graph runs).
+
+    Raises
+    ------
+    WorkloadError
+        Another ``params``.
+
+    Examples
+    --------
+    ::
+
+        export(result.workload, "bert.json", params="seeds")   # bert.json, bert.npz
+    """
     if params not in PARAMS:
         raise WorkloadError(f"params must be one of {', '.join(PARAMS)}, got {params!r}")
     path = Path(path)
