@@ -30,6 +30,9 @@ EXTRACTORS = ("ilp", "greedy", "tree", "egglog")
 #: What extraction does with the cycles of the e-graph: keep them (the exact extractor forbids
 #: cyclic choices) or filter them as TENSAT does (:func:`~gsl_eq.egraph.cycles.closing_cycles`).
 CYCLES = ("keep", "filter")
+#: How saturate mode searches: one saturation, or rounds of it restarted from the best term where the
+#: e-graph stops at its node limit (:mod:`gsl_eq.optimizer.guided`).
+SEARCHES = ("saturate", "restart")
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class Settings:
     candidates: int
     multi_iterations: int | None
     cycles: str
+    search: str = "saturate"
 
     @property
     def alternatives(self) -> int:
@@ -52,12 +56,13 @@ class Settings:
 
 
 def settings(mode: str, extractor: str, limits: Limits, ilp_time_limit: float, select: str, candidates: int,
-             multi_iterations: int | None, cycles: str) -> Settings:
+             multi_iterations: int | None, cycles: str, search: str = "saturate") -> Settings:
     """The choices as :class:`Settings`, or a ValueError (LimitError for a limit) naming the one at fault."""
     _one_of("mode", mode, MODES)
     _one_of("extractor", extractor, EXTRACTORS)
     _one_of("select", select, SELECTIONS)
     _one_of("cycles", cycles, CYCLES)
+    _one_of("search", search, SEARCHES)
     candidates = check_count("candidates", candidates)
     if select == "measured" and candidates < 2:
         raise ValueError("select='measured' with candidates=1 would time only the input and return it; "
@@ -65,7 +70,7 @@ def settings(mode: str, extractor: str, limits: Limits, ilp_time_limit: float, s
     if multi_iterations is not None:
         multi_iterations = check_count("multi_iterations", multi_iterations)
     return Settings(mode, extractor, limits, check_seconds("ilp_time_limit", ilp_time_limit), select, candidates,
-                    multi_iterations, cycles)
+                    multi_iterations, cycles, search)
 
 
 def _one_of(name: str, value: str, choices: Sequence[str]) -> None:

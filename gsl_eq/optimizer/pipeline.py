@@ -41,6 +41,7 @@ from .candidates import (
     Alternative, against_greedy, calls, checked, greedy_rival, greedy_runnable, reference_of, select_measured,
 )
 from .report import OptimizeReport, OptimizeResult
+from .guided import restart
 from .saturate import saturate
 from .verify import Reference
 
@@ -80,6 +81,7 @@ def optimize(
     multi_iterations: int | None = None,
     cycles: str = "keep",
     limits: Limits | None = None,
+    search: str = "saturate",
 ) -> OptimizeResult:
     """Optimize a workload (or a bare IRModule) with GSL ``rules``; the input is never changed.
 
@@ -133,11 +135,15 @@ def optimize(
         close a cycle (``report.left_out``); ``"keep"`` forbids cyclic choices instead.
     limits:
         The limits as one object.
+    search:
+        Saturate mode's search: ``"saturate"``, one saturation; ``"restart"``, rounds of saturation
+        where the e-graph stops at its node limit, each from the cheapest term the round before
+        extracted, within the same limits (:mod:`gsl_eq.optimizer.guided`; ``report.rounds``).
     """
     start = time.perf_counter()
     settings = arguments.settings(mode, extractor, Limits.of(limits, node_limit=node_limit, iter_limit=iter_limit,
                                                              time_limit=time_limit),
-                                  ilp_time_limit, select, candidates, multi_iterations, cycles)
+                                  ilp_time_limit, select, candidates, multi_iterations, cycles, search)
     model = arguments.cost_model(cost, schedules)
     rule_list = arguments.rule_list(rules, order)
     wl, report, reference, budget = prepare(mod_or_workload, rule_list, model, settings, start)
@@ -220,7 +226,8 @@ def search_saturate(wl: Workload, rule_list: list[Subst], model: CostModel, sett
     rival: GreedyResult | None = None if report.starved else greedy_rival(
         wl, rule_list, limits.iter_limit, limits.node_limit, budget.greedy_end())
     report.timings["greedy"] = time.perf_counter() - t
-    out, others = saturate(wl, rule_list, model, settings, budget, report, on_iteration)
+    search = restart if settings.search == "restart" else saturate
+    out, others = search(wl, rule_list, model, settings, budget, report, on_iteration)
     _price_result(out, model, report)
     if rival is None:
         return Found(out, others, {})

@@ -81,6 +81,9 @@ class OptimizeReport:
     candidates: list[dict[str, Any]] = field(default_factory=list)
     #: The graphs that failed the final check (``"label: reason"``), in the order they were tried.
     fallbacks: list[str] = field(default_factory=list)
+    #: With ``search="restart"``: each round's number, e-nodes, iterations, stop reason, extracted cost and
+    #: extraction status, in order (:mod:`gsl_eq.optimizer.guided`).
+    rounds: list[dict[str, Any]] = field(default_factory=list)
 
     def budget(self) -> str:
         """``time_limit`` and what saturation left of it for extraction; the seconds a measuring cost
