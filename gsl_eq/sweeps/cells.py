@@ -18,12 +18,12 @@ from ..errors import GslEqError
 from ..cost.model import COST_MODELS
 from ..run.limits import check_count, check_seconds
 from ..models.registry import check_model, is_model_file
-from ..optimizer.arguments import CYCLES, EXTRACTORS, MODES
+from ..optimizer.arguments import CYCLES, EXTRACTORS, MODES, SEARCHES
 from ..orderings import orderings_of
 from ..rules.sets import check_rule_set, rule_set
 
 #: The options of :func:`~gsl_eq.optimizer.optimize` a sweep passes to every cell (the same to all).
-OPTIONS = ("node_limit", "iter_limit", "time_limit", "ilp_time_limit", "multi_iterations", "cycles")
+OPTIONS = ("node_limit", "iter_limit", "time_limit", "ilp_time_limit", "multi_iterations", "cycles", "search")
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def grid(models: Sequence[str], rules: Sequence[str] = ("default",), modes: Sequ
     Greedy mode runs only the rules whose source is connected (it cannot match the others; see
     :meth:`~gsl_eq.frontend.Subst.require_connected`): its orderings are orders of those.
     ``options`` go to every :func:`~gsl_eq.optimizer.optimize` call: ``node_limit``,
-    ``iter_limit``, ``time_limit``, ``ilp_time_limit``, ``multi_iterations``, ``cycles``.
+    ``iter_limit``, ``time_limit``, ``ilp_time_limit``, ``multi_iterations``, ``cycles``, ``search``.
     Every name is checked before anything runs: a :class:`~gsl_eq.errors.GslEqError` names an
     unknown model, a missing file, an unknown rule set, mode, cost model, extractor or option.
     """
@@ -159,8 +159,9 @@ def _options(options: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
             checked[name] = check_count(name, value)
         elif name in ("time_limit", "ilp_time_limit"):
             checked[name] = check_seconds(name, value)
-        elif value not in CYCLES:
-            raise GslEqError(f"unknown cycles {value!r}; choose one of {', '.join(CYCLES)}")
         else:
+            choices = CYCLES if name == "cycles" else SEARCHES
+            if value not in choices:
+                raise GslEqError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")
             checked[name] = value
     return tuple(sorted(checked.items()))

@@ -53,7 +53,7 @@ def sweep(
     ``gsl-eq optimize`` takes them; ``rules``: rule set names or sums (``tensat+default``, see
     :mod:`gsl_eq.rules.sets`); ``options``: the limits every cell's ``optimize`` gets
     (``node_limit``, ``iter_limit``, ``time_limit``, ``ilp_time_limit``, ``multi_iterations``,
-    ``cycles``); ``limits``: the first three as one :class:`~gsl_eq.run.limits.Limits` (``options``
+    ``cycles``, ``search``); ``limits``: the first three as one :class:`~gsl_eq.run.limits.Limits` (``options``
     override it). Each task builds its model and rules from their names and returns its line
     (:func:`~gsl_eq.sweeps.task.run_cell`). The tasks run on a pool of worker processes (Ray actors,
     one per ``cpus_per_cell`` CPUs), each fed the cells sharing most with what it ran
