@@ -94,7 +94,19 @@ def dag_cost(egraph: ExtractGraph, roots: Sequence[Hashable], choice: Mapping[Ha
     """The cost of the chosen e-nodes of the e-classes reachable from ``roots``, each paid once
     (less the fusion savings they take, see :class:`ENodeCost`).
 
-    Raises ValueError if a reachable e-class has no (valid) chosen e-node.
+    Parameters
+    ----------
+    egraph
+        Each e-class's e-nodes (:class:`ENodeCost`), by e-class.
+    roots
+        The e-classes to extract.
+    choice
+        The index of the chosen e-node in each e-class's list, by e-class.
+
+    Raises
+    ------
+    ValueError
+        A reachable e-class has no (valid) chosen e-node.
     """
     order, _ = _walk(egraph, roots, choice)
     return _sum_cost(egraph, roots, choice, order)
@@ -103,7 +115,15 @@ def dag_cost(egraph: ExtractGraph, roots: Sequence[Hashable], choice: Mapping[Ha
 def is_acyclic(egraph: ExtractGraph, roots: Sequence[Hashable], choice: Mapping[Hashable, int]) -> bool:
     """Whether the graph of chosen e-nodes reachable from ``roots`` has no cycle.
 
-    Raises ValueError if a reachable e-class has no (valid) chosen e-node.
+    Parameters
+    ----------
+    egraph, roots, choice
+        As in :func:`dag_cost`.
+
+    Raises
+    ------
+    ValueError
+        A reachable e-class has no (valid) chosen e-node.
     """
     return _walk(egraph, roots, choice)[1]
 
@@ -285,6 +305,11 @@ def tree_extract(egraph: ExtractGraph, roots: Sequence[Hashable]) -> Extraction:
     Fast and optimal for tree cost, blind to sharing: the baseline, and a good first
     choice when the terms share little. The reported ``cost`` is the DAG cost of the
     choice, like every extractor's.
+
+    Parameters
+    ----------
+    egraph, roots
+        As in :func:`dag_cost`.
     """
     start = time.perf_counter()
     with without_gc():
@@ -306,7 +331,15 @@ def greedy_dag_extract(egraph: ExtractGraph, roots: Sequence[Hashable], deadline
     Near-linear in practice: a term shares its largest child's set (a persistent map)
     and pays only for the classes it adds. If ``time.perf_counter()`` passes
     ``deadline`` first, the tree extraction's choice is returned and ``status`` says so.
-    ``indexed``: ``egraph``'s :class:`Indexed` tables, where the caller has built them already.
+
+    Parameters
+    ----------
+    egraph, roots
+        As in :func:`dag_cost`.
+    deadline
+        A ``time.perf_counter()`` time; None: none.
+    indexed
+        ``egraph``'s :class:`Indexed` tables, where the caller has built them already.
     """
     start = time.perf_counter()
     with without_gc():

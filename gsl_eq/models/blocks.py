@@ -189,7 +189,21 @@ def transformer_encoder_layer(seq: int = 16, dim: int = 64, heads: int = 4, ffn:
 
 @sized
 def bert_encoder(layers: int = 12, seq: int = 32, dim: int = 128, heads: int = 4, ffn: int = 512) -> Workload:
-    """A BERT-style encoder: ``layers`` encoder layers on a (1, seq, dim) input."""
+    """A BERT-style encoder: ``layers`` encoder layers on a (1, seq, dim) input.
+
+    Parameters
+    ----------
+    layers
+        Encoder layers.
+    seq
+        Sequence length.
+    dim
+        Model width; ``heads`` must divide it.
+    heads
+        Attention heads.
+    ffn
+        The feed-forward layer's width.
+    """
     check_heads("bert_encoder", "dim", dim, heads)
     h = var("x", 1, seq, dim)
     for k in range(layers):

@@ -342,8 +342,18 @@ TENSAT_MODELS: dict[str, Callable[[], Workload]] = {
 
 
 def tensat_model(name: str) -> Workload:
-    """TENSAT's graph of ``name`` (a zoo name: bert, nasrnn, resnext50, nasnet_a, inception_v3,
-    squeezenet, vgg19) at its published size."""
+    """TENSAT's graph of ``name`` at its published size, to compare with TENSAT's results.
+
+    Parameters
+    ----------
+    name
+        A zoo name: bert, nasrnn, resnext50, nasnet_a, inception_v3, squeezenet, vgg19 (any case).
+
+    Raises
+    ------
+    WorkloadError
+        A model TENSAT does not have.
+    """
     try:
         return TENSAT_MODELS[name.lower()]()
     except KeyError:

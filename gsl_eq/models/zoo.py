@@ -524,7 +524,21 @@ ZOO: dict[str, Callable[..., Workload]] = {
 
 
 def zoo_model(name: str, **kwargs: object) -> Workload:
-    """The zoo model ``name`` (case-insensitive), with size knobs ``kwargs``."""
+    """The zoo model ``name`` (case-insensitive), with size knobs ``kwargs``: what the command line
+    and the benchmarks load a model by.
+
+    Parameters
+    ----------
+    name
+        A key of :data:`ZOO` (``"resnet50"``, ``"bert"``, ...).
+    **kwargs
+        The model function's size arguments (``zoo_model("bert", layers=2)``).
+
+    Raises
+    ------
+    WorkloadError
+        An unknown ``name``.
+    """
     try:
         model = ZOO[name.lower()]
     except KeyError:

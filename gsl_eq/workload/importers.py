@@ -37,7 +37,15 @@ HINTS: tuple[tuple[str, str], ...] = (
 
 
 def exported_program(program: Any, bind: Mapping[str, int] | None = None) -> tuple[tvm.IRModule, dict[str, np.ndarray]]:
-    """The module and weights of a ``torch.export.ExportedProgram``, through TVM's Relax frontend."""
+    """The module and weights of a ``torch.export.ExportedProgram``, through TVM's Relax frontend.
+
+    Parameters
+    ----------
+    program
+        The exported program.
+    bind
+        Sizes for symbolic dimensions (``{"s0": 1}``).
+    """
     from tvm.relax.frontend.torch import from_exported_program
 
     if not hasattr(program, "graph_module") or not hasattr(program, "state_dict"):
@@ -53,7 +61,18 @@ def exported_program(program: Any, bind: Mapping[str, int] | None = None) -> tup
 def torch_module(module: Any, example_inputs: Sequence[Any],
                  bind: Mapping[str, int] | None = None) -> tuple[tvm.IRModule, dict[str, np.ndarray]]:
     """The module and weights of a ``torch.nn.Module`` exported with ``torch.export`` in evaluation
-    mode, on a copy: the caller's module is untouched."""
+    mode, on a copy: the caller's module is untouched
+    (:meth:`gsl_eq.workload.Workload.from_torch` makes them a workload).
+
+    Parameters
+    ----------
+    module
+        The ``torch.nn.Module``.
+    example_inputs
+        Inputs to export it with, in ``forward``'s order.
+    bind
+        Sizes for symbolic dimensions (``{"s0": 1}``).
+    """
     import torch
 
     model = copy.deepcopy(module).eval()
@@ -65,8 +84,17 @@ def torch_module(module: Any, example_inputs: Sequence[Any],
 def onnx_model(model_or_path: Any, shapes: Mapping[str, Sequence[int]] | None = None,
                bind: Mapping[str, int] | None = None) -> tuple[tvm.IRModule, dict[str, np.ndarray]]:
     """The module and weights of an ONNX model (a ``ModelProto`` or the path of a ``.onnx`` file),
-    through TVM's ONNX frontend. ``shapes`` gives input shapes by input name, replacing those the
-    file declares; ``bind`` sets its symbolic dimensions (``{"batch": 1}``)."""
+    through TVM's ONNX frontend.
+
+    Parameters
+    ----------
+    model_or_path
+        The model, or the path of its file.
+    shapes
+        Input shapes by input name, replacing those the file declares.
+    bind
+        Sizes for its symbolic dimensions (``{"batch": 1}``).
+    """
     model = _onnx_proto(model_or_path)
     importer = _importer(shapes)
     try:
@@ -82,7 +110,15 @@ def onnx_model(model_or_path: Any, shapes: Mapping[str, Sequence[int]] | None = 
 
 
 def bind_symbolic(mod: tvm.IRModule, bind: Mapping[str, int] | None) -> tvm.IRModule:
-    """``mod`` with each symbolic dimension named in ``bind`` set to its size in every function."""
+    """``mod`` with each symbolic dimension named in ``bind`` set to its size in every function.
+
+    Parameters
+    ----------
+    mod
+        The module.
+    bind
+        Sizes by dimension name; None or empty leaves the module as it is.
+    """
     if not bind:
         return mod
     known = symbolic_dims(mod)

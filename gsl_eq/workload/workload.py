@@ -218,12 +218,8 @@ class Workload:
 
         Parameters
         ----------
-        module
-            The ``torch.nn.Module``.
-        example_inputs
-            Inputs to export it with (tensors), in ``forward``'s order.
-        bind
-            Sizes for symbolic dimensions (``{"s0": 1}``).
+        module, example_inputs, bind
+            As in :func:`gsl_eq.workload.importers.torch_module`.
         """
         from .importers import torch_module
 
@@ -239,10 +235,8 @@ class Workload:
 
         Parameters
         ----------
-        program
-            The exported program.
-        bind
-            Sizes for symbolic dimensions (``{"s0": 1}``).
+        program, bind
+            As in :func:`gsl_eq.workload.importers.exported_program`.
         """
         from .importers import exported_program
 
