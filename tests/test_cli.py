@@ -81,7 +81,7 @@ def test_every_option_of_every_command_is_explained(capsys, monkeypatch):
         assert all(model in texts[name] for model in cli.MODEL_NAMES)
         assert all(f"{rule_set} {description}" in texts[name] for rule_set, description in cli.RULE_SETS.items())
         assert "speedup = before / after (>1 is faster)" in texts[name]
-    assert "bert_encoder" in texts["demo"] and "inception_network" in texts["demo"]
+    assert "tensat_bert" in texts["demo"] and "matmul_chains" in texts["demo"]
 
 
 def test_the_names_help_lists_are_the_librarys():
@@ -116,15 +116,46 @@ def test_every_package_export_still_imports():
 # --------------------------------------------------------------------------- commands
 
 
-def test_demo_optimizes_both_models_in_both_modes_with_a_numeric_check(capsys):
+def demo_rows(out: str, model: str) -> list[dict]:
+    """The demo's rows of ``model``: run, costs, before and after (us), speedup, compared with, check."""
+    rows = []
+    for cells in result_rows(out, model):
+        before, after, speedup = float(cells[3]), float(cells[4]), float(cells[5].rstrip("x"))
+        assert speedup == pytest.approx(before / after, abs=2e-3)
+        rows.append({"run": cells[1], "costs": cells[2], "before": before, "after": after, "speedup": speedup,
+                     "compared": cells[6], "diff": float(cells[7])})
+    return rows
+
+
+def test_demo_shows_tensats_bert_beside_tensats_figure_and_saturation_beating_every_greedy_ordering(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    for name in ("bert_encoder", "inception_network"):
-        assert out.count(name) == 2
-        rows = check_costs_and_speedup(out, name)
-        assert len(rows) == 2 and all(speedup > 1 for _, _, speedup in rows)
-    assert out.count("greedy") >= 2 and out.count("saturated") == 4  # both modes ran out of rewrites, both models
+    assert "Costs (before, after) in us under each row's cost model; speedup = before / after (>1 is faster)." in out
+    assert "check: max |diff|" in out
+    # (a) TENSAT's BERT, TENSAT's rules, the gpu model, beside TENSAT's published figure (labelled as its paper's)
+    (bert,) = demo_rows(out, "(a) tensat_bert")
+    assert bert["run"] == "saturate, tensat+default" and bert["costs"] == "gpu"
+    assert bert["speedup"] > 1 and bert["diff"] <= 1e-4
+    assert bert["compared"] == f"TENSAT paper {cli.TENSAT_BERT_SPEEDUP:.3f}x"
+    assert f"where TENSAT's paper reports {cli.TENSAT_BERT_SPEEDUP:.3f}x (its figure" in out
+    # (b) saturation below the best of every greedy ordering of the same rules, each result checked
+    saturate, best, worst = demo_rows(out, "(b) matmul_chains")
+    assert (saturate["run"], best["run"], worst["run"]) == ("saturate, 3 rules", "greedy, best of 6", "greedy, worst of 6")
+    assert saturate["before"] == best["before"] == worst["before"]
+    assert saturate["after"] < best["after"] <= worst["after"]
+    assert saturate["compared"] == f"{best['after'] / saturate['after']:.2f}x below greedy"
+    assert all(row["diff"] <= 1e-4 for row in (saturate, best, worst))
+    assert f"saturation chooses per product: {saturate['after']:.1f} us" in " ".join(out.split())
     check_clean(out)
+
+
+def test_demo_second_model_saturation_beats_every_ordering_by_the_reports():
+    from gsl_eq import compare_orderings, rules
+
+    by_name = {r.name: r for r in rules.algebraic()}
+    table = compare_orderings(cli.demo_matmul_chains(), [by_name[n] for n in cli.DEMO_CHAIN_RULES], orderings=6)
+    assert len(table.greedy) == 6  # every ordering of the three rules
+    assert table.saturate.cost_after < table.best_greedy < table.worst_greedy
 
 
 def test_optimize_writes_a_module_tvm_parses_back_and_a_json_report(tmp_path, capsys):
