@@ -12,7 +12,9 @@ cheapest is returned::
 
 The first round is plain saturation under the same budget, its exact extractor given at most half of
 the time left, so the search finds at least what saturation finds where the ILP solves in that time.
-A later round runs only after one that stopped at the node limit, until the budget's search time ends
+A later round runs after one that improved on the round before and stopped at the node limit (or ran
+its rules with several source outputs in its first iterations only, ``multi_iterations``), until the
+budget's search time ends
 (each round within every limit: the node limit is each round's memory budget, the time limit the
 whole call's) or :data:`MAX_ROUNDS`.
 """
@@ -59,7 +61,7 @@ def restart(wl: Workload, rule_list: list[Subst], model: CostModel, settings: Se
         terms.append(found.workload)
         runs.append(summary)
         del found
-        if (not improved or summary["stop_reason"] != StopReason.NODE_LIMIT.value
+        if (not improved or not _more_to_find(summary["stop_reason"], settings)
                 or budget.deadline - time.perf_counter() < ROUND_SHARE * budget.search_seconds):
             break
         start = terms[-1]
@@ -67,6 +69,13 @@ def restart(wl: Workload, rule_list: list[Subst], model: CostModel, settings: Se
     _sum_up(report, runs, cheapest)
     earlier = [Alternative(f"restart round {k + 1}", term, None) for k, term in enumerate(terms) if k != cheapest]
     return Saturated(terms[cheapest], itertools.chain(others, earlier))
+
+
+def _more_to_find(stop_reason: str, settings: Settings) -> bool:
+    """Whether a round from the extracted term can find what this one could not: it stopped at the node
+    limit, or its rules with several source outputs ran in its first iterations only (TENSAT's
+    ``iter_multi``), and run again in the next round's."""
+    return stop_reason == StopReason.NODE_LIMIT.value or settings.multi_iterations is not None
 
 
 def _later_round(budget: Budget) -> Budget:
