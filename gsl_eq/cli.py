@@ -66,7 +66,7 @@ DEMO_MODELS = {"tensat_bert": "TENSAT's BERT (4 of its 8 layers, at its widths):
                                 "against every greedy ordering of three rules"}
 DEFAULTS = {"rules": "default", "cost": "roofline", "mode": "saturate", "extractor": "ilp", "node_limit": 50_000,
             "iter_limit": 30, "time_limit": 60.0, "n": 24, "seed": 0, "select": "cost", "candidates": 4,
-            "cycles": "keep", "schedule_samples": 8}  # schedule_samples: ScheduleDatabase's default
+            "cycles": "keep", "search": "saturate", "schedule_samples": 8}  # schedule_samples: ScheduleDatabase's default
 SPEEDUP = "speedup = before / after (>1 is faster)"
 QUICK_HELP = "the model's small version, as gsl-eq bench --quick builds it (models without one are small already)"
 BIND_HELP = ("sizes of the model's symbolic dimensions, comma-separated (batch=1,seq=128): gsl_eq works on static "
@@ -232,26 +232,22 @@ def print_heading(console: Console, what: str, cost_model: str, unit: str) -> No
     console.print(f"{what}.\nCosts in {shown_unit(unit)}, {cost_model} model; {SPEEDUP}.")
 
 
-def results_table(unit: str, with_diff: bool = False) -> Table:
-    """The table demo and optimize print: one row per model and mode (see add_result); costs of ``unit``."""
+def results_table(unit: str) -> Table:
+    """The table optimize prints: one row per model and mode (see add_result); costs of ``unit``."""
     from rich.table import Table
 
     unit = shown_unit(unit)
     table = Table()
-    for column in ("model", "mode", "op calls", f"before ({unit})", f"after ({unit})", "speedup", "stop", "time (s)",
-                   *(["max |diff|"] if with_diff else [])):
+    for column in ("model", "mode", "op calls", f"before ({unit})", f"after ({unit})", "speedup", "stop", "time (s)"):
         table.add_column(column, justify="left" if column in ("model", "mode", "stop") else "right",
                          no_wrap=column == "model")
     return table
 
 
-def add_result(table: Table, model: str, r: OptimizeReport, diff: float | None = None, tolerance: float = 1e-4) -> None:
-    cells = [model, r.mode, f"{r.calls_before} -> {r.calls_after}", fmt_cost(r.cost_before, r.cost_unit),
-             fmt_cost(r.cost_after, r.cost_unit), fmt_speedup(r.cost_before, r.cost_after), r.stop_reason or "-",
-             f"{r.timings['total']:.2f}"]
-    if diff is not None:
-        cells.append(f"[green]{diff:.1e}[/]" if diff <= tolerance else f"[red]{diff:.1e}[/]")
-    table.add_row(*cells)
+def add_result(table: Table, model: str, r: OptimizeReport) -> None:
+    table.add_row(model, r.mode, f"{r.calls_before} -> {r.calls_after}", fmt_cost(r.cost_before, r.cost_unit),
+                  fmt_cost(r.cost_after, r.cost_unit), fmt_speedup(r.cost_before, r.cost_after), r.stop_reason or "-",
+                  f"{r.timings['total']:.2f}")
 
 
 def details_table(r: OptimizeReport) -> Table:
@@ -443,7 +439,8 @@ def run_optimize(console: Console, args: argparse.Namespace) -> int:
     result = optimize_with_progress(
         console, wl, rules, args.mode, cost=args.cost, extractor=args.extractor,
         node_limit=args.node_limit, iter_limit=args.iter_limit, time_limit=args.time_limit, select=args.select,
-        candidates=args.candidates, multi_iterations=args.multi_iterations, cycles=args.cycles, schedules=schedules)
+        candidates=args.candidates, multi_iterations=args.multi_iterations, cycles=args.cycles, search=args.search,
+        schedules=schedules)
     report = result.report
     stem = Path(args.model).stem
     table = results_table(report.cost_unit)
@@ -682,6 +679,10 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--cycles", choices=("keep", "filter"), default=d["cycles"],
                      help="keep: extraction forbids cyclic choices; filter: the e-nodes that would close a cycle "
                           f"are left out, latest made first, as TENSAT does (default: {d['cycles']})")
+    opt.add_argument("--search", choices=("saturate", "restart"), default=d["search"],
+                     help="saturate: one saturation; restart: where the e-graph stops at its node limit (or runs "
+                          "merges in its first iterations only), rounds of saturation, each from the cheapest term "
+                          f"the round before extracted, within the same limits (default: {d['search']})")
     opt.add_argument("--select", choices=("cost", "measured"), default=d["select"],
                      help="cost: the cost model picks the result; measured: the input, the result and other "
                           "extractions are built with scheduled kernels (MetaSchedule samples, cached in "
