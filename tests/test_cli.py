@@ -240,7 +240,7 @@ def test_optimize_takes_the_restart_search(tmp_path):
     source, report = tmp_path / "model.py", tmp_path / "report.json"
     source.write_text(MATMULS_SHARING_AN_OPERAND)
     assert main(["optimize", str(source), "--rules", "tensat", "--cost", "gpu", "--multi-iterations", "1",
-                 "--search", "restart", "--report", str(report), "--check"]) == 0
+                 "--search", "restart", "-o", str(tmp_path / "out.py"), "--report", str(report), "--check"]) == 0
     data = json.loads(report.read_text())
     assert len(data["rounds"]) >= 1 and data["cost_after"] < data["cost_before"]
     assert any(note.startswith("restart search:") for note in data["notes"])
