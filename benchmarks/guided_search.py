@@ -1,9 +1,13 @@
-"""The restart search (``optimize(..., search="restart")``) against plain saturation, like for like, on
-TENSAT's seven graphs: TENSAT's settings and rules (``rules.tensat()``), the gpu model, the same time
-limit; beside the MCTS follow-up's gain over its own TENSAT run (arXiv 2410.05534). Each run in its
-own process, its result checked against the input numerically.
+"""The restart search (``optimize(..., search="restart")``) against plain saturation, like for like.
 
-    python benchmarks/guided_search.py [--models bert,nasrnn] [--time-limit 60]
+1. *tensat*: TENSAT's seven graphs under TENSAT's settings and rules (``rules.tensat()``), the gpu model,
+   the same time limit; beside the MCTS follow-up's gain over its own TENSAT run (arXiv 2410.05534).
+2. *zoo*: the zoo's networks whose e-graphs fill the node limit under ``tensat+default`` with
+   multi-pattern rules in every iteration (BENCHMARKS.md's tensat-table), same model and limits.
+
+Each run in its own process, its result checked against the input numerically.
+
+    python benchmarks/guided_search.py [--parts tensat,zoo] [--models bert,nasrnn] [--time-limit 60]
 """
 
 from __future__ import annotations
@@ -20,18 +24,25 @@ from run import max_diff  # noqa: E402
 from tensat_table import MCTS, MODELS, MULTI_ITERATIONS, SETTINGS, gpu_model  # noqa: E402
 
 SEARCHES = ("saturate", "restart")
+#: The zoo's networks whose e-graphs stop at the node limit under tensat+default (BENCHMARKS.md, tensat-table).
+ZOO_AT_LIMIT = ("nasrnn", "resnext50", "nasnet_a", "inception_v3")
 
 
-def measure(model: str, search: str, time_limit: float) -> dict:
-    """One optimize call on TENSAT's ``model`` with ``search``: its speedup under the gpu model, its
-    rounds, seconds and numeric check."""
+def measure(model: str, search: str, time_limit: float, part: str = "tensat") -> dict:
+    """One optimize call with ``search``: TENSAT's ``model`` under its settings and rules (``part="tensat"``)
+    or the zoo's under tensat+default, merges in every iteration (``"zoo"``); its speedup under the gpu
+    model, its rounds, seconds and numeric check."""
     from gsl_eq import models, optimize
     from gsl_eq.rules.sets import rule_set
 
-    wl = models.tensat_model(model)
-    settings = {**SETTINGS, "multi_iterations": MULTI_ITERATIONS.get(model, 1), "time_limit": time_limit}
+    if part == "tensat":
+        wl, rules = models.tensat_model(model), rule_set("tensat")
+        settings = {**SETTINGS, "multi_iterations": MULTI_ITERATIONS.get(model, 1), "time_limit": time_limit}
+    else:
+        wl, rules = models.zoo_model(model), rule_set("tensat+default")
+        settings = {**SETTINGS, "multi_iterations": None, "cycles": "keep", "time_limit": time_limit}
     start = time.perf_counter()
-    result = optimize(wl, rule_set("tensat"), cost=gpu_model("epilogues"), search=search, **settings)
+    result = optimize(wl, rules, cost=gpu_model("epilogues"), search=search, **settings)
     seconds = time.perf_counter() - start
     report = result.report
     inputs = wl.random_inputs(0)
@@ -68,18 +79,45 @@ def section(rows: dict[str, dict[str, dict]], time_limit: float, total: float) -
                          "rounds stopped by", "seconds (saturate / restart)", "goal", "max |diff|"], lines)
 
 
+def zoo_section(rows: dict[str, dict[str, dict]], time_limit: float, total: float) -> str:
+    """The zoo's table: plain saturation's and the restart search's speedups where the e-graph fills its limit."""
+    lines = [[model, f"{runs['saturate']['speedup']:.1f} %", runs["saturate"]["stops"],
+              f"{runs['restart']['speedup']:.1f} %", runs["restart"]["rounds"], runs["restart"]["stops"],
+              f"{runs['restart']['speedup'] - runs['saturate']['speedup']:+.1f}",
+              f"{runs['saturate']['seconds']:.1f} / {runs['restart']['seconds']:.1f}",
+              f"{max(runs['saturate']['diff'], runs['restart']['diff']):.1e}"] for model, runs in rows.items()]
+    head = (f"Machine: {machine()}. The zoo's networks under tensat+default with multi-pattern rules in every "
+            f"iteration, node_limit={SETTINGS['node_limit']:,}, the exact extractor, the gpu model, each call within "
+            f"{time_limit:g} s; {total:.0f} s in all.\n\n")
+    return head + table(["model", "saturate", "stopped by", "restart", "rounds", "rounds stopped by", "gain (points)",
+                         "seconds (saturate / restart)", "max |diff|"], lines)
+
+
+def run_part(part: str, models: list[str], time_limit: float) -> dict[str, dict[str, dict]]:
+    rows: dict[str, dict[str, dict]] = {}
+    for model in models:
+        rows[model] = {search: in_child(measure, model, search, time_limit, part) for search in SEARCHES}
+        print(part, model, {s: f"{r['speedup']:.1f} % in {r['seconds']:.1f} s" for s, r in rows[model].items()},
+              flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--parts", default="tensat,zoo")
+    parser.add_argument("--models", default=None, help="comma-separated (default: every model of the part)")
     parser.add_argument("--time-limit", type=float, default=60.0)
     args = parser.parse_args()
-    start = time.perf_counter()
-    rows: dict[str, dict[str, dict]] = {}
-    for model in args.models.split(","):
-        rows[model] = {search: in_child(measure, model, search, args.time_limit) for search in SEARCHES}
-        print(model, {s: f"{r['speedup']:.1f} % in {r['seconds']:.1f} s" for s, r in rows[model].items()}, flush=True)
-    write_section("guided-search", section(rows, args.time_limit, time.perf_counter() - start))
-    print("wrote BENCHMARKS.md (guided-search)")
+    for part in args.parts.split(","):
+        start = time.perf_counter()
+        models = args.models.split(",") if args.models else list(MODELS if part == "tensat" else ZOO_AT_LIMIT)
+        rows = run_part(part, models, args.time_limit)
+        total = time.perf_counter() - start
+        if part == "tensat":
+            write_section("guided-search", section(rows, args.time_limit, total))
+        else:
+            write_section("guided-search-zoo", zoo_section(rows, args.time_limit, total))
+        print(f"wrote BENCHMARKS.md (guided-search, {part})")
 
 
 if __name__ == "__main__":

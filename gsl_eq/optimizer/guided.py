@@ -16,7 +16,8 @@ A later round runs after one that improved on the round before and stopped at th
 its rules with several source outputs in its first iterations only, ``multi_iterations``), until the
 budget's search time ends
 (each round within every limit: the node limit is each round's memory budget, the time limit the
-whole call's) or :data:`MAX_ROUNDS`.
+whole call's, the best term's final build included) or :data:`MAX_ROUNDS`. The cheapest term whose
+fold is predicted to fit in the limit is the result.
 """
 
 from __future__ import annotations
@@ -61,14 +62,25 @@ def restart(wl: Workload, rule_list: list[Subst], model: CostModel, settings: Se
         terms.append(found.workload)
         runs.append(summary)
         del found
-        if (not improved or not _more_to_find(summary["stop_reason"], settings)
-                or budget.deadline - time.perf_counter() < ROUND_SHARE * budget.search_seconds):
+        if not improved or not _more_to_find(summary["stop_reason"], settings) or not _room(terms[-1], budget):
             break
         start = terms[-1]
-    cheapest = min(range(len(runs)), key=lambda k: runs[k]["cost"])
+    cheapest = min(range(len(runs)), key=lambda k: (not _fits(terms[k], budget) and k > 0, runs[k]["cost"]))
     _sum_up(report, runs, cheapest)
     earlier = [Alternative(f"restart round {k + 1}", term, None) for k, term in enumerate(terms) if k != cheapest]
     return Saturated(terms[cheapest], itertools.chain(others, earlier))
+
+
+def _fits(term: Workload, budget: Budget) -> bool:
+    """Whether ``term``'s final build (its fold) and check are predicted to end within the call's limit."""
+    return term.predicted_fold_seconds() + budget.checking <= budget.end - time.perf_counter()
+
+
+def _room(term: Workload, budget: Budget) -> bool:
+    """Whether another round fits: :data:`ROUND_SHARE` of the search's seconds left before the deadline,
+    and after it still the time ``term``'s fold is predicted to take (a later round's term folds more)."""
+    left = budget.end - time.perf_counter() - budget.checking - term.predicted_fold_seconds()
+    return min(left, budget.deadline - time.perf_counter()) >= ROUND_SHARE * budget.search_seconds
 
 
 def _more_to_find(stop_reason: str, settings: Settings) -> bool:
