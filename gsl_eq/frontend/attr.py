@@ -142,7 +142,21 @@ class AttrExpr:
 
 
 def to_attr(value: Any, loc: Loc | None = None) -> AttrExpr:
-    """Turn a Python value (constant, tuple possibly holding expressions) into an expression."""
+    """Turn a Python value (constant, tuple possibly holding expressions) into an expression.
+
+    Parameters
+    ----------
+    value
+        An expression (returned as it is), None, a bool, int, float, str, NumPy scalar, or a list
+        or tuple of these (a :class:`Const` if all are constants, else a :class:`Tuple`).
+    loc
+        Where it was written, for messages.
+
+    Raises
+    ------
+    InvalidOperandError
+        A pattern (read one of its attributes instead) or any other value.
+    """
     if isinstance(value, AttrExpr):
         return value
     if isinstance(value, (list, tuple)):
@@ -169,7 +183,15 @@ def _symbol(value: Any, what: str, loc: Loc) -> Symbol:
 
 
 class Const(AttrExpr):
-    """A constant: int, float, str, bool, None (in a source: any value) or a tuple of them."""
+    """A constant: int, float, str, bool, None (in a source: any value) or a tuple of them.
+
+    Parameters
+    ----------
+    value
+        The value; a list becomes a tuple.
+    loc
+        Where it was written, for messages.
+    """
 
     __slots__ = ("value",)
 
@@ -182,7 +204,22 @@ class Const(AttrExpr):
 
 
 class Symbol(AttrExpr):
-    """A symbol: an index bound by a variadic, a reduction or a map."""
+    """A symbol: an index bound by a variadic, a reduction or a map.
+
+    Parameters
+    ----------
+    name
+        A name for messages; by default the line that built it.
+
+    Examples
+    --------
+    The sizes where a split cuts a tensor back into the parts of a concat, whose instance ``j``
+    is ``src(w, j)``::
+
+        i, j = attr.Symbol(), attr.Symbol()
+        cuts = attr.Variadic(attr.Sum(src(w, j).shape[0], j, i + 1), index=i,
+                             length=src.length - 1)
+    """
 
     __slots__ = ("name",)
 
@@ -196,7 +233,22 @@ class Symbol(AttrExpr):
 
 
 class GetAttr(AttrExpr):
-    """``p.name``: attribute ``name`` of the node matched by (or built for) pattern ``p``."""
+    """``p.name``: attribute ``name`` of the node matched by (or built for) pattern ``p``.
+
+    Parameters
+    ----------
+    pattern
+        The pattern.
+    name
+        The attribute's name.
+    loc
+        Where it was written; by default the caller's line.
+
+    Raises
+    ------
+    UnknownAttributeError
+        ``pattern`` has no attribute ``name``.
+    """
 
     __slots__ = ("pattern", "name")
 
@@ -252,7 +304,15 @@ class Unary(AttrExpr):
 
 
 class Tuple(AttrExpr):
-    """A tuple of expressions, e.g. ``attr.Tuple(p.shape[0], 1)``; Python tuples convert to it."""
+    """A tuple of expressions, e.g. ``attr.Tuple(p.shape[0], 1)``; Python tuples convert to it.
+
+    Parameters
+    ----------
+    *fields
+        The fields: expressions or values :func:`to_attr` accepts.
+    loc
+        Where it was written; by default the caller's line.
+    """
 
     __slots__ = ("fields",)
 
@@ -269,7 +329,17 @@ class Tuple(AttrExpr):
 
 
 class GetItem(AttrExpr):
-    """``seq[index]`` for a tuple-valued (or str-valued) expression."""
+    """``seq[index]`` for a tuple-valued (or str-valued) expression.
+
+    Parameters
+    ----------
+    seq
+        The tuple (or string).
+    index
+        The index: an int or an expression.
+    loc
+        Where it was written; by default the caller's line.
+    """
 
     __slots__ = ("seq", "index")
 
@@ -287,7 +357,18 @@ class GetItem(AttrExpr):
 
 
 class Slice(AttrExpr):
-    """``seq[start:stop:step]``; missing bounds are ``None``."""
+    """``seq[start:stop:step]``; missing bounds are ``None``. Slicing an expression builds one
+    (``p.shape[2:]``).
+
+    Parameters
+    ----------
+    seq
+        The tuple (or string).
+    start, stop, step
+        The bounds and step: ints, expressions or None.
+    loc
+        Where it was written; by default the caller's line.
+    """
 
     __slots__ = ("seq", "start", "stop", "step")
 
@@ -306,7 +387,15 @@ class Slice(AttrExpr):
 
 
 class Len(AttrExpr):
-    """``len(seq)``."""
+    """``len(seq)``, which Python's ``len`` cannot build: ``attr.Len(p.shape)``.
+
+    Parameters
+    ----------
+    seq
+        The tuple (or string).
+    loc
+        Where it was written; by default the caller's line.
+    """
 
     __slots__ = ("seq",)
 
@@ -323,7 +412,17 @@ class Len(AttrExpr):
 
 
 class In(AttrExpr):
-    """``item in seq``."""
+    """``item in seq``, which Python's ``in`` cannot build: ``attr.In(p.axis, (1, -3))``.
+
+    Parameters
+    ----------
+    item
+        The value looked for.
+    seq
+        The tuple (or string).
+    loc
+        Where it was written; by default the caller's line.
+    """
 
     __slots__ = ("item", "seq")
 
@@ -341,7 +440,15 @@ class In(AttrExpr):
 
 
 class Reverse(AttrExpr):
-    """The tuple ``seq`` in reverse order."""
+    """The tuple ``seq`` in reverse order.
+
+    Parameters
+    ----------
+    seq
+        The tuple.
+    loc
+        Where it was written; by default the caller's line.
+    """
 
     __slots__ = ("seq",)
 
@@ -358,7 +465,13 @@ class Reverse(AttrExpr):
 
 
 def Max(a: Any, b: Any, *more: Any) -> AttrExpr:
-    """The greatest of two or more values."""
+    """The greatest of two or more values.
+
+    Parameters
+    ----------
+    a, b, *more
+        The values: expressions or constants.
+    """
     loc = user_location()
     result = Binary(BinOp.MAX, a, b, loc)
     for m in more:
@@ -367,7 +480,13 @@ def Max(a: Any, b: Any, *more: Any) -> AttrExpr:
 
 
 def Min(a: Any, b: Any, *more: Any) -> AttrExpr:
-    """The least of two or more values."""
+    """The least of two or more values.
+
+    Parameters
+    ----------
+    a, b, *more
+        The values: expressions or constants.
+    """
     loc = user_location()
     result = Binary(BinOp.MIN, a, b, loc)
     for m in more:
@@ -376,7 +495,17 @@ def Min(a: Any, b: Any, *more: Any) -> AttrExpr:
 
 
 class Cond(AttrExpr):
-    """``then if pred else orelse``; only the chosen branch is evaluated."""
+    """``then if pred else orelse``; only the chosen branch is evaluated.
+
+    Parameters
+    ----------
+    pred
+        A boolean expression.
+    then, orelse
+        The values for either case.
+    loc
+        Where it was written; by default the caller's line.
+    """
 
     __slots__ = ("pred", "then", "orelse")
 
@@ -395,7 +524,25 @@ class Cond(AttrExpr):
 
 
 class Variadic(AttrExpr):
-    """The tuple ``(field[index=0], ..., field[index=length-1])``."""
+    """The tuple ``(field[index=0], ..., field[index=length-1])``: ``attr.Variadic(i, index=i,
+    length=n)`` is ``(0, 1, ..., n - 1)``.
+
+    Parameters
+    ----------
+    field
+        Each element, an expression that may read ``index``.
+    index
+        The :class:`Symbol` bound to the element's position.
+    length
+        The number of elements (required).
+    loc
+        Where it was written; by default the caller's line.
+
+    Raises
+    ------
+    InvalidOperandError
+        No ``length``, or an ``index`` that is not a :class:`Symbol`.
+    """
 
     __slots__ = ("field", "index", "length")
 
@@ -420,7 +567,23 @@ class Variadic(AttrExpr):
 
 
 class ReduceIndexed(AttrExpr):
-    """Fold ``op`` over ``elem[index=0], ..., elem[index=length-1]``, starting from ``init``."""
+    """Fold ``op`` over ``elem[index=0], ..., elem[index=length-1]``, starting from ``init``.
+
+    Parameters
+    ----------
+    op
+        A :class:`BinOp`, or its name or symbol (``"add"``, ``"+"``, ``"max"``).
+    elem
+        Each element, an expression that may read ``index``.
+    index
+        The :class:`Symbol` bound to the element's position.
+    length
+        The number of elements.
+    init
+        The value to start from (the result when ``length`` is 0).
+    loc
+        Where it was written; by default the caller's line.
+    """
 
     __slots__ = ("op", "elem", "index", "length", "init")
 
@@ -446,12 +609,31 @@ class ReduceIndexed(AttrExpr):
 
 
 def Sum(elem: Any, index: Symbol, length: Any) -> ReduceIndexed:
-    """``elem[index=0] + ... + elem[index=length-1]`` (0 when ``length`` is 0)."""
+    """``elem[index=0] + ... + elem[index=length-1]`` (0 when ``length`` is 0).
+
+    Parameters
+    ----------
+    elem, index, length
+        As in :class:`ReduceIndexed`.
+    """
     return ReduceIndexed(BinOp.ADD, elem, index, length, 0, user_location())
 
 
 class ReduceTuple(AttrExpr):
-    """Fold ``op`` over the elements of tuple ``seq``, starting from ``init``."""
+    """Fold ``op`` over the elements of tuple ``seq``, starting from ``init``:
+    ``attr.ReduceTuple("mul", p.shape, 1)`` is the number of elements.
+
+    Parameters
+    ----------
+    op
+        A :class:`BinOp`, or its name or symbol (``"add"``, ``"*"``, ``"max"``).
+    seq
+        The tuple.
+    init
+        The value to start from (the result for an empty tuple).
+    loc
+        Where it was written; by default the caller's line.
+    """
 
     __slots__ = ("op", "seq", "init")
 
@@ -474,6 +656,27 @@ class Map(AttrExpr):
 
     ``fn`` is called once, on a fresh symbol, to build the body:
     ``attr.Map(p.shape, lambda d: d * 2)``.
+
+    Parameters
+    ----------
+    seq
+        The tuple.
+    fn
+        A function from a :class:`Symbol` (each element) to the body's expression.
+    loc
+        Where it was written; by default the caller's line.
+
+    Raises
+    ------
+    InvalidOperandError
+        ``fn`` is not callable.
+
+    Examples
+    --------
+    A weight whose shape is another's with every extent doubled::
+
+        w1 = pat.Variable()
+        w2 = pat.Variable(shape=attr.Map(w1.shape, lambda d: d * 2))
     """
 
     __slots__ = ("seq", "symbol", "body")
@@ -508,12 +711,24 @@ def _binop(op: BinOp | str, loc: Loc) -> BinOp:
 
 
 def free_symbols(expr: AttrExpr) -> frozenset[Symbol]:
-    """The symbols ``expr`` reads but does not bind (through patterns it reads, too)."""
+    """The symbols ``expr`` reads but does not bind (through patterns it reads, too).
+
+    Parameters
+    ----------
+    expr
+        The expression.
+    """
     return expr.free
 
 
 def walk(expr: AttrExpr) -> Iterator[AttrExpr]:
-    """Every sub-expression of ``expr`` once, ``expr`` first."""
+    """Every sub-expression of ``expr`` once, ``expr`` first (depth first, in evaluation order).
+
+    Parameters
+    ----------
+    expr
+        The expression.
+    """
     seen: set[int] = set()
     stack = [expr]
     while stack:

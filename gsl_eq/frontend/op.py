@@ -31,7 +31,22 @@ ALIASES = {"Concatenate": "relax.concat", "Transpose": "relax.permute_dims"}
 
 
 class Op:
-    """A shorthand for one Relax op; calling it builds a :class:`~gsl_eq.frontend.pat.Call`."""
+    """A shorthand for one Relax op; calling it builds a :class:`~gsl_eq.frontend.pat.Call`.
+    The module holds one for every op (``op.Conv2D``, ``op.MatMul``, ...); an unknown name raises
+    :class:`~gsl_eq.frontend.errors.UnknownOpError`, suggesting close ones.
+
+    Parameters
+    ----------
+    relax_name
+        The op's full Relax name (``"relax.nn.conv2d"``).
+
+    Examples
+    --------
+    ::
+
+        conv = op.Conv2D(x, w, strides=(2, 2))   # pat.Call("relax.nn.conv2d", x, w, strides=(2, 2))
+        op.Conv2D.signature.attrs                # its attributes, with their defaults
+    """
 
     __slots__ = ("relax_name",)
 
@@ -43,6 +58,7 @@ class Op:
 
     @property
     def signature(self) -> ops.OpSignature:
+        """The op's :class:`~gsl_eq.graph.ops.OpSignature`: its inputs and attributes."""
         return ops.signature(self.relax_name)
 
     def __repr__(self) -> str:

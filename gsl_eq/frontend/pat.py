@@ -144,7 +144,28 @@ _VALUE_ATTRS = frozenset((*spec.TYPE_ATTRS, "length"))
 
 
 class Wildcard(Pattern):
-    """Any value. Keyword arguments constrain its ``shape``, ``dtype`` or ``ndim``."""
+    """Any value. Keyword arguments constrain its ``shape``, ``dtype`` or ``ndim``.
+
+    Parameters
+    ----------
+    **attrs
+        Constraints on the value's ``shape``, ``dtype``, ``ndim`` or (a tuple's) ``length``: a
+        value, or an attribute expression over patterns matched before; None in a shape is any
+        extent (``shape=(None, w.shape[0])``).
+
+    Raises
+    ------
+    UnknownAttributeError
+        A keyword that is none of these.
+
+    Examples
+    --------
+    ::
+
+        x = pat.Wildcard()              # any value
+        v = pat.Wildcard(ndim=1)        # any 1-D tensor
+        y = op.ReLU(x)                  # relu of anything
+    """
 
     __slots__ = ()
     kind = "Wildcard"
@@ -157,7 +178,13 @@ class Wildcard(Pattern):
 
 
 class Variable(Pattern):
-    """A function parameter (an input or a model weight), e.g. ``pat.Variable(shape=w1.shape)``."""
+    """A function parameter (an input or a model weight), e.g. ``pat.Variable(shape=w1.shape)``.
+
+    Parameters
+    ----------
+    **attrs
+        Constraints on its ``shape``, ``dtype`` or ``ndim``, as for :class:`Wildcard`.
+    """
 
     __slots__ = ()
     kind = "Variable"
@@ -176,6 +203,22 @@ class Const(Pattern):
         iconv = pat.Const(fill=identity_kernel, channels=x.shape[1], kh=3, kw=3, dtype=x.dtype)
 
     ``dtype`` (an attribute like the others) casts the value.
+
+    Parameters
+    ----------
+    value
+        The constant's value (a number or an array); None: any constant (a source) or ``fill``'s.
+    fill
+        A function computing the value; its parameters are set by keyword, like attributes.
+    loc
+        Where it was written; by default the caller's line.
+    **attrs
+        Constraints on its ``shape``, ``dtype`` or ``ndim``, and ``fill``'s arguments.
+
+    Raises
+    ------
+    InvalidOperandError
+        Both ``value`` and ``fill``, a value that is not numeric, or a ``fill`` that is not callable.
     """
 
     __slots__ = ("value", "fill")
@@ -220,7 +263,18 @@ class OpWithTrait:
     """Any op having ``trait``, in place of an op name: ``pat.Call(pat.OpWithTrait(ELEMENT_WISE), x)``.
 
     One object stands for one op: every call using it matches the same op, and
-    a target call using it builds the op its source calls matched.
+    a target call using it builds the op its source calls matched. Calling it builds a
+    :class:`Call` of it.
+
+    Parameters
+    ----------
+    trait
+        The family, a :class:`~gsl_eq.frontend.spec.OpTrait` (``spec.OpTrait.ELEMENT_WISE``).
+
+    Raises
+    ------
+    InvalidOperandError
+        ``trait`` is not an :class:`~gsl_eq.frontend.spec.OpTrait`.
     """
 
     __slots__ = ("trait", "loc")
@@ -245,6 +299,26 @@ class Call(Pattern):
     shorthand, or an :class:`OpWithTrait`. Arguments are the op's data inputs in
     order; keywords are its attributes (or ``shape``/``dtype``/``ndim`` of the
     result, in a source).
+
+    Parameters
+    ----------
+    op
+        The op: a Relax op name, an ``op`` shorthand or an :class:`OpWithTrait`.
+    *args
+        The op's data inputs, in order: patterns, or numbers, arrays (constants) and Python
+        tuples (:class:`Tuple`).
+    **attrs
+        The op's attributes (a constraint in a source, the value in a target), or the result's
+        ``shape``, ``dtype`` or ``ndim``.
+
+    Raises
+    ------
+    UnknownOpError
+        Relax has no op of that name.
+    ArityError
+        Not as many inputs as the op takes.
+    UnknownAttributeError
+        An attribute the op does not have.
     """
 
     __slots__ = ("op",)
@@ -292,7 +366,15 @@ def _resolve_op(op: Any, loc: Loc) -> str | OpWithTrait:
 
 
 class Tuple(Pattern):
-    """A tuple of values: ``pat.Tuple(a, b)``; a Python tuple passed to a call becomes one."""
+    """A tuple of values: ``pat.Tuple(a, b)``; a Python tuple passed to a call becomes one.
+
+    Parameters
+    ----------
+    *fields
+        The tuple's fields, in order (patterns, or values :class:`Call` accepts as inputs).
+    loc
+        Where it was written; by default the caller's line.
+    """
 
     __slots__ = ()
     kind = "Tuple"
@@ -309,7 +391,20 @@ class Tuple(Pattern):
 
 
 class GetItem(Pattern):
-    """Item ``index`` of a tuple: ``pat.GetItem(split, 0)`` or ``split[0]``; the index may be an expression."""
+    """Item ``index`` of a tuple: ``pat.GetItem(split, 0)`` or ``split[0]``; the index may be an expression.
+
+    Parameters
+    ----------
+    tup
+        The tuple-valued pattern.
+    index
+        A non-negative int, or an attribute expression (a variadic's index).
+
+    Raises
+    ------
+    InvalidOperandError
+        An index that is neither, or a negative one.
+    """
 
     __slots__ = ()
     kind = "GetItem"
@@ -337,7 +432,15 @@ def _common_attrs(patterns: Sequence[Pattern]) -> frozenset[str]:
 
 
 class Cond(Pattern):
-    """``then`` if ``pred`` holds, else ``orelse``; ``pred`` reads patterns matched before."""
+    """``then`` if ``pred`` holds, else ``orelse``; ``pred`` reads patterns matched before.
+
+    Parameters
+    ----------
+    pred
+        A boolean attribute expression.
+    then, orelse
+        The patterns for either case.
+    """
 
     __slots__ = ("pred", "then", "orelse")
     kind = "Cond"
@@ -358,7 +461,19 @@ class Cond(Pattern):
 
 
 class Alt(Pattern):
-    """The first of several alternatives that matches (source only)."""
+    """The first of several alternatives that matches (source only); a target follows it with
+    :class:`Match`.
+
+    Parameters
+    ----------
+    *alts
+        Two or more patterns, tried in order.
+
+    Raises
+    ------
+    ArityError
+        Fewer than two alternatives.
+    """
 
     __slots__ = ("alts",)
     kind = "Alt"
@@ -378,7 +493,20 @@ class Alt(Pattern):
 
 
 class Match(Pattern):
-    """In a target: ``targets[k]`` where ``k`` is the alternative the source's ``alt`` matched."""
+    """In a target: ``targets[k]`` where ``k`` is the alternative the source's ``alt`` matched.
+
+    Parameters
+    ----------
+    alt
+        The source's :class:`Alt`.
+    targets
+        One target pattern for each of ``alt``'s alternatives, in their order.
+
+    Raises
+    ------
+    ArityError
+        Not one target for each alternative.
+    """
 
     __slots__ = ("alt", "targets")
     kind = "Match"
@@ -407,15 +535,45 @@ class Match(Pattern):
 class Variadic(Pattern):
     """A run of instances of a template subgraph: the fields of a tuple, or variadic outputs.
 
-    ``field`` is the pattern each instance contributes (a field of the tuple, or
-    an output); ``templates`` are the patterns copied for every instance (``field``
-    among them); patterns the templates read but that are not templates are
-    shared by all instances. ``first`` optionally gives, in the order of
-    ``templates``, existing patterns serving as the first instance. ``index`` is
-    bound to the instance number (from 0) in the templates' attributes;
-    ``length`` is the number of instances (needed to build one in a target);
-    ``min_len`` is the fewest instances a source match may have.
+    Patterns the templates read but that are not templates are shared by all instances.
     ``v(template, i)`` is the ``template`` pattern of instance ``i``.
+
+    Parameters
+    ----------
+    field
+        The pattern each instance contributes (a field of the tuple, or an output).
+    templates
+        The patterns copied for every instance, ``field`` among them.
+    first
+        Existing patterns serving as the first instance, in the order of ``templates``; optional.
+    index
+        An :class:`~gsl_eq.frontend.attr.Symbol` bound to the instance number (from 0) in the
+        templates' attributes.
+    length
+        The number of instances (an int or an attribute expression); needed in a target.
+    min_len
+        The fewest instances a source match may have.
+
+    Raises
+    ------
+    VariadicError
+        ``field`` is not a template, a template the field does not read, a pattern that reads a
+        template without being one, or a ``first`` not of the templates' form.
+
+    Examples
+    --------
+    Two or more matmuls of one input, by weights of one height; the first instance is named, so
+    that the others can read its attributes::
+
+        x, w1 = pat.Wildcard(), pat.Variable(ndim=2)
+        w = pat.Variable(shape=(w1.shape[0], None), dtype=w1.dtype)
+        mm1 = op.MatMul(x, w1)
+        mm = op.MatMul(x, w, out_dtype=mm1.out_dtype)
+        src = pat.Variadic(mm, templates=[mm, w], first=[mm1, w1], min_len=2)
+        i = attr.Symbol()
+        weights = src(w, i)             # instance i's weight, in a target
+        concat = op.Concatenate(pat.Variadic(weights, templates=[weights], index=i,
+                                             length=src.length), axis=1)
     """
 
     __slots__ = ("field", "templates", "first", "index", "min_len")
@@ -489,7 +647,15 @@ class Variadic(Pattern):
                         f"so the first instance must read {expected!r}", loc)
 
     def __call__(self, template: Pattern, index: Any) -> Instance:
-        """``template``'s pattern in instance ``index`` of this variadic."""
+        """``template``'s pattern in instance ``index`` of this variadic (an :class:`Instance`).
+
+        Parameters
+        ----------
+        template
+            One of the variadic's templates.
+        index
+            The instance number: an int or an attribute expression.
+        """
         return Instance(self, template, index, user_location())
 
     def readable_attrs(self) -> frozenset[str]:
@@ -503,7 +669,24 @@ class Variadic(Pattern):
 
 
 class Instance(Pattern):
-    """Instance access ``v(template, index)``: the copy of ``template`` in instance ``index`` of ``v``."""
+    """Instance access ``v(template, index)``: the copy of ``template`` in instance ``index`` of ``v``.
+
+    Parameters
+    ----------
+    variadic
+        The :class:`Variadic`.
+    template
+        One of its templates.
+    index
+        The instance number: an int or an attribute expression.
+    loc
+        Where it was written; by default the caller's line.
+
+    Raises
+    ------
+    VariadicError
+        ``template`` is not one of ``variadic``'s templates.
+    """
 
     __slots__ = ("variadic", "template", "index_expr")
     kind = "Instance"
@@ -541,6 +724,19 @@ def _ancestors(p: Pattern) -> set[Pattern]:
 
 
 def same_attr(p: Pattern, names: Sequence[str]) -> dict[str, GetAttr]:
-    """``{name: p.name}`` for each name: ``op.Conv2D(x, w, **pat.same_attr(conv1, ["strides"]))``."""
+    """``{name: p.name}`` for each name: ``op.Conv2D(x, w, **pat.same_attr(conv1, ["strides"]))``.
+
+    Parameters
+    ----------
+    p
+        The pattern whose attributes are read.
+    names
+        The attribute names.
+
+    Raises
+    ------
+    UnknownAttributeError
+        A name ``p`` has no attribute of.
+    """
     loc = user_location()
     return {name: GetAttr(p, name, loc) for name in names}

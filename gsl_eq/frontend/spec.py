@@ -65,7 +65,17 @@ _TRAIT_OPS: dict[OpTrait, tuple[str, ...]] = {
 def resolve_op(name: str, loc: Loc | None = None) -> str:
     """The full Relax name of op ``name`` (``"nn.conv2d"`` -> ``"relax.nn.conv2d"``).
 
-    Raises :class:`UnknownOpError`, suggesting close names, if Relax has no such op.
+    Parameters
+    ----------
+    name
+        The op's name, with or without the ``relax.`` prefix.
+    loc
+        Where it was written, for the error's message.
+
+    Raises
+    ------
+    UnknownOpError
+        Relax has no such op; the message suggests close names.
     """
     full = name if name.startswith("relax.") else "relax." + name
     if full not in _op_set():
@@ -78,40 +88,84 @@ def resolve_op(name: str, loc: Loc | None = None) -> str:
 
 
 def signature(op: str) -> ops.OpSignature:
-    """The signature of a (fully named) Relax op."""
+    """The signature of a (fully named) Relax op (:func:`gsl_eq.graph.ops.signature`).
+
+    Parameters
+    ----------
+    op
+        The op's full Relax name (``"relax.nn.conv2d"``).
+    """
     return ops.signature(op)
 
 
 def op_attrs(op: str) -> tuple[str, ...]:
-    """Attribute names of a Relax op: the keyword names of its constructor."""
+    """Attribute names of a Relax op: the keyword names of its constructor.
+
+    Parameters
+    ----------
+    op
+        The op's full Relax name.
+    """
     return tuple(ops.signature(op).attrs)
 
 
 def ops_with_trait(trait: OpTrait) -> tuple[str, ...]:
-    """The Relax ops (full names) that have ``trait``."""
+    """The Relax ops (full names) that have ``trait``.
+
+    Parameters
+    ----------
+    trait
+        The :class:`OpTrait`.
+    """
     return _TRAIT_OPS[trait]
 
 
 def has_trait(op: str, trait: OpTrait) -> bool:
-    """Whether Relax op ``op`` has ``trait``."""
+    """Whether Relax op ``op`` has ``trait``.
+
+    Parameters
+    ----------
+    op
+        The op's full Relax name.
+    trait
+        The :class:`OpTrait`.
+    """
     return op in _TRAIT_OPS[trait]
 
 
 def traits(op: str) -> frozenset[OpTrait]:
-    """Every trait of Relax op ``op``."""
+    """Every trait of Relax op ``op``.
+
+    Parameters
+    ----------
+    op
+        The op's full Relax name.
+    """
     return frozenset(t for t, names in _TRAIT_OPS.items() if op in names)
 
 
 @functools.cache
 def trait_arity(trait: OpTrait) -> int:
-    """The number of inputs every op with ``trait`` takes."""
+    """The number of inputs every op with ``trait`` takes.
+
+    Parameters
+    ----------
+    trait
+        The :class:`OpTrait`.
+    """
     (arity,) = {ops.signature(n).num_inputs for n in _TRAIT_OPS[trait]}
     return arity
 
 
 @functools.cache
 def trait_attrs(trait: OpTrait) -> tuple[str, ...]:
-    """Attribute names shared by every op with ``trait`` (readable on a trait call)."""
+    """Attribute names shared by every op with ``trait`` (readable on a trait call).
+
+    Parameters
+    ----------
+    trait
+        The :class:`OpTrait`.
+    """
     common = set.intersection(*(set(op_attrs(n)) for n in _TRAIT_OPS[trait]))
     return tuple(sorted(common))
 
