@@ -61,7 +61,33 @@ __all__ = ["DEVICES", "Device", "GPU"]
 class Device:
     """What the model knows of a GPU: FP32 FLOP/s, DRAM bytes/s, seconds per kernel launch, and
     the threads it holds resident (SMs x threads per SM; ``None``: any kernel fills it, a plain
-    roofline)."""
+    roofline).
+
+    Parameters
+    ----------
+    name
+        The device's name, for reports.
+    peak_flops
+        FP32 FLOP/s a large GEMM reaches; above 0.
+    bandwidth
+        DRAM bytes/s a streaming copy reaches; above 0.
+    launch
+        Seconds from a kernel's launch to its end, for an empty kernel; at least 0.
+    resident_threads
+        Threads resident at once (SMs x threads per SM), above 0; None: no occupancy limit.
+
+    Raises
+    ------
+    ValueError
+        A value out of those ranges.
+
+    Examples
+    --------
+    ::
+
+        mine = Device("mine", peak_flops=30e12, bandwidth=2e12, launch=4e-6, resident_threads=100 * 2048)
+        optimize(wl, rules.tensat(), cost=GPU(mine))
+    """
 
     name: str
     peak_flops: float
@@ -111,6 +137,21 @@ class GPU:
     a conv, matmul or pooling (what TASO's model would charge, for comparison), ``fusion="none"``
     nothing (every call a kernel).
 
+    Parameters
+    ----------
+    device
+        A preset's name in :data:`DEVICES` (``"v100"``, ``"a100"``, ``"h200"``, any case) or a
+        :class:`Device`.
+    fusion
+        ``"epilogues"``, ``"activations"`` or ``"none"``.
+
+    Raises
+    ------
+    ValueError
+        An unknown preset or fusion, or a ``device`` that is neither.
+
+    Examples
+    --------
     >>> GPU().device.name, GPU("a100").device.name
     ('V100', 'A100')
     """
@@ -139,7 +180,13 @@ class GPU:
         return 0.0 if op in FREE_OPS else self.kernel_seconds(op, attrs, inputs, output)
 
     def kernel_seconds(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type) -> float:
-        """One call run as a kernel of its own: its roofline time plus a launch."""
+        """One call run as a kernel of its own: its roofline time plus a launch.
+
+        Parameters
+        ----------
+        op, attrs, inputs, output
+            As in :meth:`~gsl_eq.cost.model.CostModel.__call__`.
+        """
         d = self.device
         memory = op_bytes(op, attrs, inputs, output) / d.bandwidth
         return max(self.compute_seconds(op, attrs, inputs, output), memory) + d.launch

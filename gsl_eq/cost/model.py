@@ -57,12 +57,46 @@ class CostModel(Protocol):
     ``op`` is a Relax op name (``"relax.nn.conv2d"``); ``attrs`` its plain,
     canonical attributes (see :mod:`gsl_eq.graph.ops`); ``inputs`` the types of
     its data inputs in order; ``output`` the type of its result. Costs are
-    non-negative and add up over the calls of a graph.
+    non-negative and add up over the calls of a graph. Any object with these two members is
+    one (the protocol is checked with ``isinstance``); ``unit``, ``graph_cost(graph)`` and the
+    fusion methods of :class:`~gsl_eq.cost.gpu_cost.GPU` are optional.
+
+    Attributes
+    ----------
+    name
+        The model's name, for reports.
+
+    Examples
+    --------
+    Every call a launch of 10 us plus its work at 1 TFLOP/s and 100 GB/s::
+
+        class Launches:
+            name = "launches"
+
+            def __call__(self, op, attrs, inputs, output):
+                return 1e-5 + max(op_flops(op, attrs, inputs, output) / 1e12,
+                                  op_bytes(op, attrs, inputs, output) / 1e11)
+
+        optimize(wl, rules.default(), cost=Launches())
     """
 
     name: str
 
-    def __call__(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type) -> float: ...
+    def __call__(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type) -> float:
+        """The cost of one call of ``op``.
+
+        Parameters
+        ----------
+        op
+            The Relax op name.
+        attrs
+            Its plain, canonical attributes.
+        inputs
+            The types of its data inputs, in order.
+        output
+            The type of its result.
+        """
+        ...
 
 
 def graph_cost(graph: Graph, model: CostModel | str) -> float:
@@ -113,7 +147,8 @@ def fused_graph_cost(graph: Graph, model: CostModel) -> float:
 
 
 class OpCount:
-    """Every op call costs 1: the cost of a graph is its number of calls."""
+    """Every op call costs 1: the cost of a graph is its number of calls (``cost="opcount"``);
+    its unit is ``"op calls"``."""
 
     name = "opcount"
 
@@ -135,6 +170,26 @@ class Roofline:
     ``bandwidth`` 10 GB/s of DRAM traffic and ``overhead`` 2 µs per call
     (VM dispatch and kernel launch). FLOPs and bytes are :func:`op_flops` and
     :func:`op_bytes`.
+
+    Parameters
+    ----------
+    peak_flops
+        FLOP/s; above 0.
+    bandwidth
+        Bytes/s; above 0.
+    overhead
+        Seconds per call; at least 0.
+
+    Raises
+    ------
+    ValueError
+        A value out of those ranges.
+
+    Examples
+    --------
+    ::
+
+        optimize(wl, rules.default(), cost=Roofline(peak_flops=1e12, bandwidth=100e9))
     """
 
     name = "roofline"
@@ -170,6 +225,19 @@ class Measured(TimedCalls):
 
     A call TVM cannot build or run is charged its :class:`Roofline` estimate
     (with a warning, counted in ``failures``, not written to the cache).
+
+    Parameters
+    ----------
+    target
+        The TVM target the calls are built for.
+    cache_dir
+        The folder of the cache file; None: the default cache folder.
+    number
+        Runs per repeat.
+    repeat
+        Repeats; the fastest is kept.
+    seed
+        The seed of the random inputs.
     """
 
     name = "measured"
@@ -187,7 +255,13 @@ class Measured(TimedCalls):
         self._times = MeasuredTimes(self.cache_dir, self.CACHE_FILE, self._FORMAT, estimate="the roofline estimate")
 
     def key(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type]) -> str:
-        """The cache key of a call: target, op, sorted attributes and input types, as stable JSON."""
+        """The cache key of a call: target, op, sorted attributes and input types, as stable JSON.
+
+        Parameters
+        ----------
+        op, attrs, inputs
+            As in :meth:`CostModel.__call__`.
+        """
         return call_key(self.target, op, attrs, inputs)
 
     def __call__(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type) -> float:
@@ -195,7 +269,13 @@ class Measured(TimedCalls):
                                    lambda: self._fallback(op, attrs, inputs, output), call_name(op, attrs, inputs))
 
     def measure(self, op: str, attrs: Mapping[str, Any], inputs: Sequence[Type]) -> float:
-        """Build and time one call now (no cache); seconds per call, fastest repeat."""
+        """Build and time one call now (no cache); seconds per call, fastest repeat.
+
+        Parameters
+        ----------
+        op, attrs, inputs
+            As in :meth:`CostModel.__call__`.
+        """
         mod = function_of(inputs, lambda args: make_call(op, args, attrs))
         dev = tvm.cpu()
         vm = relax.VirtualMachine(relax.build(mod, target=self.target), dev)
@@ -213,12 +293,32 @@ class Measured(TimedCalls):
 
 def display_unit(unit: str) -> tuple[str, float]:
     """The unit tables show costs of ``unit`` in, and the factor from ``unit`` to it: seconds as
-    microseconds ("us", as the command line prints them)."""
+    microseconds ("us", as the command line prints them); any other unit as it is, factor 1.
+
+    Parameters
+    ----------
+    unit
+        A unit, as :func:`cost_unit` gives it.
+
+    Examples
+    --------
+    ::
+
+        unit, factor = display_unit(cost_unit(model))    # ("us", 1e6) for seconds
+        print(f"{cost * factor:.1f} {unit}")
+    """
     return ("us", 1e6) if unit == "s" else (unit, 1.0)
 
 
 def speedup(before: float, after: float) -> float:
-    """``before / after``: above 1 when ``after`` is cheaper; the one direction every table uses."""
+    """``before / after``: above 1 when ``after`` is cheaper; the one direction every table uses.
+    An ``after`` of 0 gives infinity (NaN if ``before`` is 0 too).
+
+    Parameters
+    ----------
+    before, after
+        The two costs.
+    """
     if after == 0:
         return math.nan if before == 0 else math.inf
     return before / after
@@ -257,7 +357,14 @@ MEASURING = ("measured", "tvm", "gpu-measured")
 
 def cost_unit(model: CostModel) -> str:
     """The unit of ``model``'s costs: seconds (``"s"``) for :class:`Roofline` and :class:`Measured`,
-    ``"op calls"`` for :class:`OpCount`, else the model's ``unit`` attribute, if it has one."""
+    ``"op calls"`` for :class:`OpCount`, else the model's ``unit`` attribute, if it has one
+    (``"cost units"`` if not).
+
+    Parameters
+    ----------
+    model
+        The cost model.
+    """
     if isinstance(model, (Roofline, Measured)):
         return "s"
     if isinstance(model, OpCount):

@@ -38,7 +38,29 @@ class MeasuredGPU(GPU, TimedCalls):
     version, op, attributes and input types. A call PyTorch cannot run (an op with no form in
     :mod:`gsl_eq.workload.torch_ops`) is charged the analytic model's price, with a warning (``failures``).
 
-    Example (a CUDA GPU; ``torch_device="cpu"`` anywhere)::
+    Parameters
+    ----------
+    device, fusion
+        As in :class:`~gsl_eq.cost.gpu_cost.GPU`: the preset that prices epilogues, and the fusion.
+    torch_device
+        The PyTorch device the kernels are timed on (``"cuda"``, ``"cuda:1"``, ``"cpu"``).
+    cache_dir
+        The folder of the cache file; None: the default cache folder.
+    rounds
+        Rounds of timing; the fastest is kept.
+    round_seconds
+        About how long one round runs.
+    seed
+        The seed of the random inputs.
+
+    Raises
+    ------
+    ValueError
+        PyTorch is not installed, or ``torch_device`` is a CUDA device and PyTorch sees none.
+
+    Examples
+    --------
+    On a CUDA GPU (``torch_device="cpu"`` anywhere)::
 
         model = MeasuredGPU()
         t = TensorType((1, 64, 56, 56), "float32")

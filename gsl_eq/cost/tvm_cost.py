@@ -59,6 +59,20 @@ class TVMCost:
     approximation); :meth:`graph_cost` and :meth:`module_seconds` price what TVM builds of a whole
     graph or module. Kernel times come from the database, measured once and cached on disk; a
     call's price is kept in memory for the instance's life.
+
+    Parameters
+    ----------
+    schedules
+        The schedule database (its target, samples and cache); None: a default
+        :class:`~gsl_eq.measure.schedule_db.ScheduleDatabase`.
+
+    Examples
+    --------
+    ::
+
+        model = TVMCost(ScheduleDatabase(samples=4))
+        result = optimize(wl, rules.default(), cost=model)
+        graph_cost(result.workload.graph, model)      # the result's fused kernels
     """
 
     name = "tvm"
@@ -94,12 +108,24 @@ class TVMCost:
 
     # --- whole graphs -----------------------------------------------------------------
     def graph_cost(self, graph: Graph) -> float:
-        """Seconds TVM runs ``graph``: its fused kernels' scheduled times plus the dispatch per call."""
+        """Seconds TVM runs ``graph``: its fused kernels' scheduled times plus the dispatch per call.
+
+        Parameters
+        ----------
+        graph
+            The graph, converted to Relax (:func:`~gsl_eq.graph.relax_bridge.to_relax`).
+        """
         return self.module_seconds(to_relax(graph))
 
     def module_seconds(self, mod: tvm.IRModule) -> float:
         """Seconds TVM runs Relax module ``mod``: its fused kernels' scheduled times plus the
-        dispatch per call."""
+        dispatch per call.
+
+        Parameters
+        ----------
+        mod
+            The Relax module.
+        """
         return self._seconds(self._kernels(mod))
 
     @property

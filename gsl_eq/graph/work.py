@@ -185,13 +185,37 @@ def op_flops(op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: 
     ``SOFTMAX_FLOPS`` and normalizations ``NORM_FLOPS`` per input element;
     pooling one per output element and window position; views and data
     movement 0. An op the table does not know counts as element-wise.
+
+    Parameters
+    ----------
+    op
+        The Relax op name (``"relax.nn.conv2d"``).
+    attrs
+        Its attributes.
+    inputs
+        The types of its data inputs, in order.
+    output
+        The type of its result.
+
+    Examples
+    --------
+    ::
+
+        t = TensorType((64, 64), "float32")
+        op_flops("relax.matmul", {}, [t, t], t)    # 2 * 64**3
     """
     return float(_FLOP_RULES.get(op, _DEFAULT_RULE)(attrs, inputs, output))
 
 
 def op_bytes(op: str, attrs: Mapping[str, Any], inputs: Sequence[Type], output: Type) -> float:
     """Bytes one call moves through memory: all its input and output tensors, each read or
-    written once; 0 for views (reshape, squeeze, expand_dims, flatten), which copy nothing."""
+    written once; 0 for views (reshape, squeeze, expand_dims, flatten), which copy nothing.
+
+    Parameters
+    ----------
+    op, attrs, inputs, output
+        As in :func:`op_flops`.
+    """
     if op in VIEWS:
         return 0.0
     return float(_nbytes(inputs) + _nbytes(output))
