@@ -85,8 +85,25 @@ class EGraphFileError(GslEqError, ValueError):
 def dumps_egraph(egraph: ExtractGraph, roots: Sequence[Hashable]) -> str:
     """The e-graph and its roots as extraction-gym JSON (compact, one line).
 
-    Raises ValueError for an e-class with no e-nodes, a child or root that is not an
-    e-class of the e-graph, or two e-classes whose ids have the same ``str``.
+    Parameters
+    ----------
+    egraph
+        Each e-class's e-nodes (:class:`ENodeCost`), by e-class id.
+    roots
+        The root e-classes.
+
+    Raises
+    ------
+    ValueError
+        An e-class with no e-nodes, a child or root that is not an e-class of the e-graph, or
+        two e-classes whose ids have the same ``str``.
+
+    Examples
+    --------
+    ::
+
+        egraph = {"a": [ENodeCost(1.0, ())], "b": [ENodeCost(2.0, ("a",)), ENodeCost(5.0, ())]}
+        egraph2, roots = loads_egraph(dumps_egraph(egraph, ["b"]))
     """
     names: dict[Hashable, str] = {}
     owner: dict[str, Hashable] = {}
@@ -116,7 +133,20 @@ def dumps_egraph(egraph: ExtractGraph, roots: Sequence[Hashable]) -> str:
 
 def save_egraph(egraph: ExtractGraph, roots: Sequence[Hashable], path: str | os.PathLike[str]) -> None:
     """Write the e-graph and its roots to ``path`` as extraction-gym JSON (see
-    :func:`dumps_egraph`); gzip-compressed if ``path`` ends in ``.gz``."""
+    :func:`dumps_egraph`); gzip-compressed if ``path`` ends in ``.gz``.
+
+    Parameters
+    ----------
+    egraph, roots
+        As in :func:`dumps_egraph`.
+    path
+        The file to write.
+
+    Raises
+    ------
+    ValueError
+        As :func:`dumps_egraph` does.
+    """
     text = dumps_egraph(egraph, roots)
     if os.fspath(path).endswith(".gz"):
         # mtime=0: the same e-graph gives the same bytes
@@ -134,10 +164,19 @@ def loads_egraph(text: str | bytes, source: str = "<string>") -> tuple[dict[str,
     """The e-graph (e-class id -> e-nodes, children as e-class ids) and root e-classes
     of extraction-gym JSON.
 
-    ``source`` names the text in error messages. Raises :class:`EGraphFileError` (a
-    ValueError) naming the problem and where: invalid JSON, a duplicate or missing key,
-    a value of the wrong type, a child node id that is not in the file, a negative or
-    non-numeric cost, a root e-class with no e-nodes.
+    Parameters
+    ----------
+    text
+        The JSON, as text or UTF-8 bytes.
+    source
+        What names the text in error messages.
+
+    Raises
+    ------
+    EGraphFileError
+        A ValueError naming the problem and where: invalid JSON, a duplicate or missing key, a
+        value of the wrong type, a child node id that is not in the file, a negative or
+        non-numeric cost, a root e-class with no e-nodes.
     """
 
     def fail(message: str) -> EGraphFileError:
@@ -214,8 +253,25 @@ def load_egraph(path: str | os.PathLike[str]) -> tuple[dict[str, list[ENodeCost]
     """The e-graph and root e-classes in the extraction-gym JSON file at ``path``
     (gzip-compressed if it ends in ``.gz``); see :func:`loads_egraph`.
 
-    Raises :class:`EGraphFileError` (a ValueError), naming the file, for a file that is
-    not a valid e-graph, and OSError for one that cannot be read.
+    Parameters
+    ----------
+    path
+        The file to read.
+
+    Raises
+    ------
+    EGraphFileError
+        A ValueError naming the file, for a file that is not a valid e-graph.
+    OSError
+        The file cannot be read.
+
+    Examples
+    --------
+    ::
+
+        save_egraph(egraph, roots, "nasrnn.json.gz")
+        egraph, roots = load_egraph("nasrnn.json.gz")
+        greedy_dag_extract(egraph, roots).cost
     """
     name = os.fspath(path)
     if name.endswith(".gz"):

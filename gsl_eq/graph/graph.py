@@ -24,6 +24,9 @@ from .types import TensorType, TupleType, Type
 
 
 class Kind(str, Enum):
+    """The five forms of a :class:`Node`: a variable, a constant, an op call, a tuple, or a
+    projection out of a tuple (``GETITEM``, its index in ``attrs["index"]``)."""
+
     VAR = "var"
     CONST = "const"
     CALL = "call"
@@ -40,6 +43,24 @@ class Node:
         x = Node.var("x", TensorType((1, 8), "float32"))
         y = Node.call("relax.nn.relu", [x])
         assert y.type == x.type
+
+    Parameters
+    ----------
+    kind
+        The node's :class:`Kind`.
+    type
+        Its type (a :class:`~gsl_eq.graph.types.TensorType` or a
+        :class:`~gsl_eq.graph.types.TupleType`).
+    inputs
+        Its ordered inputs.
+    op
+        A call's Relax op name (``"relax.nn.conv2d"``).
+    attrs
+        Its plain attributes (a call's, or a projection's ``index``).
+    name
+        A variable's name.
+    value
+        A constant's value.
     """
 
     __slots__ = ("kind", "op", "inputs", "attrs", "type", "name", "value")
@@ -64,10 +85,26 @@ class Node:
 
     @staticmethod
     def var(name: str, type: TensorType) -> "Node":
+        """A variable (a function parameter) named ``name`` of tensor type ``type``.
+
+        Parameters
+        ----------
+        name
+            The parameter's name.
+        type
+            Its :class:`~gsl_eq.graph.types.TensorType`.
+        """
         return Node(Kind.VAR, type, name=name)
 
     @staticmethod
     def const(value: np.ndarray) -> "Node":
+        """A constant holding ``value``, typed by its shape and dtype.
+
+        Parameters
+        ----------
+        value
+            An array, or anything ``np.asarray`` takes.
+        """
         value = np.asarray(value)
         return Node(Kind.CONST, TensorType(value.shape, str(value.dtype)), value=value)
 
@@ -77,6 +114,24 @@ class Node:
 
         Unless ``type`` is given (by the loader, from TVM), TVM infers it and
         completes ``attrs`` with their canonical defaults.
+
+        Parameters
+        ----------
+        op
+            The op's name, with or without the ``relax.`` prefix.
+        inputs
+            Its data inputs, in order.
+        attrs
+            Its attributes, by the keyword names of its constructor in ``tvm.relax.op``.
+        type
+            Its output type, when known; None: inferred by TVM.
+
+        Raises
+        ------
+        KeyError
+            An unknown op.
+        TypeError
+            TVM rejects the call.
         """
         sig = ops.signature(op)
         attrs = dict(attrs or {})
@@ -86,10 +141,31 @@ class Node:
 
     @staticmethod
     def tuple(fields: Sequence["Node"]) -> "Node":
+        """A tuple of ``fields``, in order.
+
+        Parameters
+        ----------
+        fields
+            The nodes the tuple holds.
+        """
         return Node(Kind.TUPLE, TupleType(tuple(f.type for f in fields)), fields)
 
     @staticmethod
     def getitem(tup: "Node", index: int) -> "Node":
+        """Item ``index`` of the tuple-valued node ``tup``.
+
+        Parameters
+        ----------
+        tup
+            A node of tuple type.
+        index
+            The item's position, from 0.
+
+        Raises
+        ------
+        TypeError
+            ``tup`` is not a tuple, or has no item ``index``.
+        """
         if not isinstance(tup.type, TupleType) or not 0 <= index < len(tup.type.fields):
             raise TypeError(f"cannot take item {index} of a value of type {tup.type}")
         return Node(Kind.GETITEM, tup.type.fields[index], [tup], attrs={"index": index})
@@ -99,7 +175,18 @@ class Node:
         return Node(self.kind, self.type, inputs, self.op, self.attrs, self.name, self.value)
 
     def attr(self, name: str) -> Any:
-        """An attribute of the node: an op attribute, ``index``, or ``shape``/``dtype``/``ndim`` of its type."""
+        """An attribute of the node: an op attribute, ``index``, or ``shape``/``dtype``/``ndim`` of its type.
+
+        Parameters
+        ----------
+        name
+            The attribute's name.
+
+        Raises
+        ------
+        KeyError
+            The node has no such attribute.
+        """
         if name in self.attrs:
             return self.attrs[name]
         if isinstance(self.type, TensorType) and name in ("shape", "dtype", "ndim"):
@@ -122,7 +209,30 @@ class Graph:
     ``inputs`` are the variable nodes of the function's parameters, runtime inputs
     and model parameters alike, in signature order. ``outputs`` are the returned
     values; ``returns_tuple`` tells that the function returns them as a tuple
-    (always true with more than one output).
+    (always true with more than one output). Iterating a graph, or taking its ``len``, walks
+    the nodes its outputs reach (:meth:`rpo`).
+
+    Parameters
+    ----------
+    inputs
+        The parameters' variable nodes, in signature order.
+    outputs
+        The returned nodes.
+    returns_tuple
+        Whether the function returns a tuple; None: when there is not exactly one output.
+
+    Raises
+    ------
+    ValueError
+        Several outputs with ``returns_tuple=False``.
+
+    Examples
+    --------
+    ::
+
+        x = Node.var("x", TensorType((1, 8), "float32"))
+        graph = Graph([x], [Node.call("relax.nn.relu", [x])])
+        mod = to_relax(graph)            # and from_relax(mod) back
     """
 
     def __init__(self, inputs: Sequence[Node], outputs: Sequence[Node], returns_tuple: bool | None = None):
@@ -199,7 +309,20 @@ class Graph:
         Every node reading a replaced node, in the graph or inside another
         replacement, is copied to read the new value, so a batch of disjoint
         rewrites whose results feed each other is applied in one linear pass.
-        ``inputs`` gives the new parameter list (default: the current one).
+
+        Parameters
+        ----------
+        mapping
+            Replacements: each node by a node of the same type.
+        inputs
+            The new parameter list; None: the current one.
+
+        Raises
+        ------
+        TypeError
+            A replacement of another type.
+        ValueError
+            A replacement that would make a node depend on itself.
         """
         for old, new in mapping.items():
             if old.type != new.type:

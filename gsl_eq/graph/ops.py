@@ -39,6 +39,21 @@ class OpSignature:
     attribute name to its default (``inspect.Parameter.empty`` when the
     constructor requires it). ``variadic_input`` tells that the op takes its
     data as one tuple (``concat``).
+
+    Attributes
+    ----------
+    name
+        The op's full Relax name (``"relax.nn.conv2d"``).
+    constructor
+        Its Python constructor in ``tvm.relax.op``.
+    params
+        The constructor's parameter names, in order.
+    inputs
+        The data parameter names, in order.
+    attrs
+        Each attribute's default, by name (``inspect.Parameter.empty``: required).
+    variadic_input
+        The op takes its data as one tuple.
     """
 
     name: str
@@ -50,9 +65,11 @@ class OpSignature:
 
     @property
     def num_inputs(self) -> int:
+        """The number of data inputs."""
         return len(self.inputs)
 
     def required_attrs(self) -> tuple[str, ...]:
+        """The attributes the constructor has no default for."""
         return tuple(k for k, v in self.attrs.items() if v is _NO_DEFAULT)
 
 
@@ -74,7 +91,26 @@ def _constructor(name: str) -> Callable[..., Any] | None:
 
 @functools.cache
 def signature(name: str) -> OpSignature:
-    """The signature of Relax op ``name``; raises ``KeyError`` for an unknown op."""
+    """The signature of Relax op ``name``, cached.
+
+    Parameters
+    ----------
+    name
+        The op's name, with or without the ``relax.`` prefix (``"nn.conv2d"``).
+
+    Raises
+    ------
+    KeyError
+        An unknown op (or one with no Python constructor).
+
+    Examples
+    --------
+    ::
+
+        sig = signature("relax.nn.conv2d")
+        sig.inputs           # ('data', 'weight')
+        sig.attrs["groups"]  # 1, its default
+    """
     if not name.startswith("relax."):
         name = "relax." + name
     fn = _constructor(name)
@@ -202,7 +238,22 @@ def implicit_out_dtype(op: str, attrs: dict[str, Any], input_types: Sequence[Typ
 
 
 def infer_type(op: str, attrs: Mapping[str, Any], input_types: Sequence[Type]) -> Type:
-    """The output type TVM infers for a call of ``op`` (see :func:`infer`)."""
+    """The output type TVM infers for a call of ``op`` (see :func:`infer`).
+
+    Parameters
+    ----------
+    op
+        The op's full Relax name.
+    attrs
+        Its attributes.
+    input_types
+        The types of its data inputs, in order.
+
+    Raises
+    ------
+    TypeError
+        TVM rejects the call.
+    """
     return infer(op, attrs, input_types)[0]
 
 
