@@ -70,7 +70,17 @@ def sized(build: Build) -> Build:
 
 
 def check_heads(model: str, width_name: str, width: int, heads: int) -> None:
-    """A WorkloadError unless attention's ``width`` splits into ``heads`` heads of one size."""
+    """A WorkloadError unless attention's ``width`` splits into ``heads`` heads of one size.
+
+    Parameters
+    ----------
+    model
+        The model's name, for the message.
+    width_name
+        The width argument's name, for the message.
+    width, heads
+        The width and the number of heads.
+    """
     if width % heads:
         raise WorkloadError(f"{model}: {width_name} {width} must be a multiple of heads {heads} "
                             f"(each head takes {width_name} / heads)")
@@ -122,7 +132,17 @@ def diamond_conv() -> Workload:
 
 @sized
 def resnet_bottleneck(ch: int = 64, mid: int = 16, size: int = 8) -> Workload:
-    """A ResNet-50 bottleneck: three conv + batch_norm (+ relu) and the identity shortcut."""
+    """A ResNet-50 bottleneck: three conv + batch_norm (+ relu) and the identity shortcut.
+
+    Parameters
+    ----------
+    ch
+        The input's (and output's) channels.
+    mid
+        The inner channels.
+    size
+        The input's height and width.
+    """
     x = var("x", 1, ch, size, size)
     h = R.nn.relu(bn(conv(x, "conv1", ch, mid), "bn1", mid))
     h = R.nn.relu(bn(conv(h, "conv2", mid, mid, k=3), "bn2", mid))
@@ -141,7 +161,16 @@ def inception(x: relax.Expr, name: str, ch: int) -> relax.Expr:
 
 @sized
 def inception_block(ch: int = 32, size: int = 8) -> Workload:
-    """An Inception-style block: four parallel branches, concatenated, then split in two."""
+    """An Inception-style block: four parallel branches, concatenated, then split in two (and the
+    halves added).
+
+    Parameters
+    ----------
+    ch
+        The input's channels.
+    size
+        The input's height and width.
+    """
     x = var("x", 1, ch, size, size)
     parts = R.split(inception(x, "", ch), 2, axis=1)
     y = R.add(relax.TupleGetItem(parts, 0), relax.TupleGetItem(parts, 1))
@@ -150,7 +179,17 @@ def inception_block(ch: int = 32, size: int = 8) -> Workload:
 
 @sized
 def inception_network(blocks: int = 6, ch: int = 32, size: int = 16) -> Workload:
-    """An Inception-style CNN: a stem conv, ``blocks`` inception blocks (pooling halfway), a classifier."""
+    """An Inception-style CNN: a stem conv, ``blocks`` inception blocks (pooling halfway), a classifier.
+
+    Parameters
+    ----------
+    blocks
+        Inception blocks.
+    ch
+        The stem's channels.
+    size
+        The (3-channel) input image's height and width.
+    """
     x = var("x", 1, 3, size, size)
     h = R.nn.relu(conv(x, "stem", 3, ch, k=3))
     for k in range(blocks):
@@ -181,7 +220,13 @@ def encoder_layer(x: relax.Expr, name: str, seq: int, dim: int, heads: int, ffn:
 
 @sized
 def transformer_encoder_layer(seq: int = 16, dim: int = 64, heads: int = 4, ffn: int = 128) -> Workload:
-    """One transformer encoder layer on a (1, seq, dim) input."""
+    """One transformer encoder layer on a (1, seq, dim) input.
+
+    Parameters
+    ----------
+    seq, dim, heads, ffn
+        As in :func:`bert_encoder`.
+    """
     check_heads("transformer_encoder_layer", "dim", dim, heads)
     x = var("x", 1, seq, dim)
     return Workload.from_expr(encoder_layer(x, "", seq, dim, heads, ffn), {"x"})
@@ -214,7 +259,15 @@ def bert_encoder(layers: int = 12, seq: int = 32, dim: int = 128, heads: int = 4
 @sized
 def ac_sum(terms: int = 16, shape: tuple[int, ...] = (2, 3)) -> Workload:
     """``a0 + a1 + ... + a<terms-1>``, left to right, every term a runtime input: the classic
-    explosive case for commutativity and associativity (every sum order is equivalent)."""
+    explosive case for commutativity and associativity (every sum order is equivalent).
+
+    Parameters
+    ----------
+    terms
+        The terms summed.
+    shape
+        Every term's shape.
+    """
     xs = [var(f"a{k}", *shape) for k in range(terms)]
     h = xs[0]
     for v in xs[1:]:
@@ -227,7 +280,19 @@ def polynomial(ops: int = 300, inputs: int = 8, shape: tuple[int, ...] = (4, 4),
     """A random chain of about ``ops`` element-wise adds and multiplies over ``inputs`` runtime inputs
     of one shape (no broadcasting), each step also reading a random earlier value: every ring rule
     matches almost everywhere. Values stay within [-1, 1] for inputs there: a step multiplies by an
-    input, or adds an earlier value and halves."""
+    input, or adds an earlier value and halves.
+
+    Parameters
+    ----------
+    ops
+        About how many adds and multiplies.
+    inputs
+        The runtime inputs.
+    shape
+        Every input's shape.
+    seed
+        The seed of the random choices.
+    """
     import random
 
     rng = random.Random(seed)

@@ -75,7 +75,13 @@ def _wrap(make_model: Any, seq: int, vocab: int, seed: int, full_mask: bool = Fa
 def hf_bert_module(
     layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 64, seed: int = 0
 ) -> tuple[Any, tuple[Any, ...]]:
-    """The PyTorch model behind :func:`hf_bert` and an example input: ``(module, (input_ids,))``."""
+    """The PyTorch model behind :func:`hf_bert` and an example input: ``(module, (input_ids,))``.
+
+    Parameters
+    ----------
+    layers, hidden, heads, seq, seed
+        As in :func:`hf_bert`.
+    """
     _, transformers = _torch()
     config = transformers.BertConfig(
         num_hidden_layers=layers,
@@ -93,6 +99,19 @@ def hf_bert(layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 64, s
     no pooler. Input ``input_ids`` (1, seq) int64; output the (1, seq, hidden) last hidden state.
 
     The defaults (4 layers, hidden 256, 4 heads, sequence 64) import into 264 Relax bindings (op calls).
+
+    Parameters
+    ----------
+    layers
+        Layers.
+    hidden
+        Model width; ``heads`` must divide it.
+    heads
+        Attention heads.
+    seq
+        The example input's sequence length.
+    seed
+        The seed of the weights and the example input (PyTorch's global generator is left as it is).
     """
     return _import(*hf_bert_module(layers, hidden, heads, seq, seed))
 
@@ -100,7 +119,13 @@ def hf_bert(layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 64, s
 def hf_gpt2_module(
     layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 64, seed: int = 0, ids_only: bool = False
 ) -> tuple[Any, tuple[Any, ...]]:
-    """The PyTorch model behind :func:`hf_gpt2` and an example input: ``(module, (input_ids,))``."""
+    """The PyTorch model behind :func:`hf_gpt2` and an example input: ``(module, (input_ids,))``.
+
+    Parameters
+    ----------
+    layers, hidden, heads, seq, seed, ids_only
+        As in :func:`hf_gpt2`.
+    """
     _, transformers = _torch()
     config = transformers.GPT2Config(
         n_layer=layers, n_embd=hidden, n_head=heads, use_cache=False, attn_implementation="eager"
@@ -121,6 +146,21 @@ def hf_gpt2(
     sequences with a cumsum over booleans, which TVM's LLVM code generator cannot
     compile, so part of the parameter-only graph cannot be folded (see
     :attr:`Workload.unfolded`) and the module cannot be built as it is.
+
+    Parameters
+    ----------
+    layers
+        Layers.
+    hidden
+        Model width; ``heads`` must divide it.
+    heads
+        Attention heads.
+    seq
+        The example input's sequence length.
+    seed
+        The seed of the weights and the example input (PyTorch's global generator is left as it is).
+    ids_only
+        Call the model with ``input_ids`` alone, no attention mask.
     """
     return _import(*hf_gpt2_module(layers, hidden, heads, seq, seed, ids_only))
 
@@ -128,7 +168,13 @@ def hf_gpt2(
 def hf_llama_module(
     layers: int = 2, hidden: int = 128, heads: int = 4, seq: int = 32, seed: int = 0
 ) -> tuple[Any, tuple[Any, ...]]:
-    """The PyTorch model behind :func:`hf_llama` and an example input: ``(module, (input_ids,))``."""
+    """The PyTorch model behind :func:`hf_llama` and an example input: ``(module, (input_ids,))``.
+
+    Parameters
+    ----------
+    layers, hidden, heads, seq, seed
+        As in :func:`hf_llama`.
+    """
     _, transformers = _torch()
     config = transformers.LlamaConfig(
         num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads, num_key_value_heads=heads,
@@ -144,6 +190,19 @@ def hf_llama(layers: int = 2, hidden: int = 128, heads: int = 4, seq: int = 32, 
     rotary position embeddings, ``heads`` heads and a SwiGLU feed-forward; a 1000-token vocabulary.
     Input ``input_ids`` (1, seq) int64; output the (1, seq, hidden) last hidden state. Like
     :func:`hf_gpt2` with ``ids_only``, its parameter-only graph holds a boolean cumsum TVM cannot build.
+
+    Parameters
+    ----------
+    layers
+        Layers.
+    hidden
+        Model width; ``heads`` must divide it.
+    heads
+        Attention heads.
+    seq
+        The example input's sequence length.
+    seed
+        The seed of the weights and the example input (PyTorch's global generator is left as it is).
     """
     return _import(*hf_llama_module(layers, hidden, heads, seq, seed))
 
@@ -200,7 +259,18 @@ HF_ENCODERS = ("distilbert", "t5_encoder", "vit", "whisper_encoder", "wav2vec2")
 
 
 def hf_encoder_module(name: str, seed: int = 0) -> tuple[Any, tuple[Any, ...]]:
-    """The PyTorch model behind :func:`hf_encoder` and an example input: ``(module, (input,))``."""
+    """The PyTorch model behind :func:`hf_encoder` and an example input: ``(module, (input,))``.
+
+    Parameters
+    ----------
+    name, seed
+        As in :func:`hf_encoder`.
+
+    Raises
+    ------
+    WorkloadError
+        An unknown ``name``.
+    """
     torch, _ = _torch()
     encoders = _encoders()
     if name not in encoders:
@@ -218,5 +288,17 @@ def hf_encoder(name: str, seed: int = 0) -> Workload:
     state out: ``"distilbert"``, ``"t5_encoder"`` (token ids), ``"vit"`` (a 32 x 32 image),
     ``"whisper_encoder"`` (16 mel bins x 64 frames), ``"wav2vec2"`` (800 audio samples).
     Two layers of width 64 each: for tests that every architecture imports and optimizes.
+
+    Parameters
+    ----------
+    name
+        One of :data:`HF_ENCODERS`.
+    seed
+        The seed of the weights and the example input.
+
+    Raises
+    ------
+    WorkloadError
+        An unknown ``name``.
     """
     return _import(*hf_encoder_module(name, seed))

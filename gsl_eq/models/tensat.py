@@ -134,6 +134,17 @@ def tensat_bert(layers: int = 8, seq: int = 64, hidden: int = 1024, heads: int =
     Each block multiplies its input by four (hidden, hidden) weights: Q, K, V and a "linear" whose
     product is the next block's input. Q, K and V are split into heads, multiplied without softmax
     (q @ k, then @ v) and joined back. The outputs are every block's attention and the last input.
+
+    Parameters
+    ----------
+    layers
+        Attention blocks.
+    seq
+        Sequence length.
+    hidden
+        Model width; ``heads`` must divide it.
+    heads
+        Attention heads.
     """
     check_heads("tensat_bert", "hidden", hidden, heads)
     g = _Graph()
@@ -155,6 +166,13 @@ def tensat_nasrnn(steps: int = 5, hidden: int = 512) -> Workload:
     every step; the initial state is a parameter.
 
     A step computes eight x @ W + h @ U and mixes them with relu/sigmoid/tanh and add/multiply.
+
+    Parameters
+    ----------
+    steps
+        Time steps, each a runtime input.
+    hidden
+        The state's width.
     """
     g = _Graph()
     xs = [g.input(1, hidden) for _ in range(steps)]
@@ -185,7 +203,17 @@ def _resnext_block(g: _Graph, x: _Tensor, stride: int, channels: int, groups: in
 @sized
 def tensat_resnext50(image_size: int = 224, blocks: Sequence[int] = (3, 4, 6, 3), groups: int = 32) -> Workload:
     """TENSAT's ResNeXt-50 (src/resnext50.rs): a 7x7 stride-2 conv, a max pool, then bottleneck blocks
-    (1x1, grouped 3x3, 1x1 convs; a 1x1 conv on the shortcut where the shape changes), no classifier."""
+    (1x1, grouped 3x3, 1x1 convs; a 1x1 conv on the shortcut where the shape changes), no classifier.
+
+    Parameters
+    ----------
+    image_size
+        The input image's height and width.
+    blocks
+        The bottleneck blocks of each stage (published: 3, 4, 6, 3).
+    groups
+        Groups of the 3x3 convs.
+    """
     g = _Graph()
     x = g.conv2d(g.input(1, 3, image_size, image_size), g.weight(64, 3, 7, 7), (2, 2), SAME, 2)
     x = g.pool2d("max", x, (3, 3), (2, 2), SAME)
@@ -234,7 +262,19 @@ def _reduction_cell(g: _Graph, prev: _Tensor, cur: _Tensor, channels: int) -> _T
 @sized
 def tensat_nasnet_a(image_size: int = 224, stages: int = 3, cells: int = 5, channels: int = 128) -> Workload:
     """TENSAT's NasNet-A (src/nasneta.rs): a 7x7 stride-2 conv and a max pool, then ``stages`` times
-    ``cells`` normal cells and a reduction cell (separable convs as a grouped conv and a 1x1 conv)."""
+    ``cells`` normal cells and a reduction cell (separable convs as a grouped conv and a 1x1 conv).
+
+    Parameters
+    ----------
+    image_size
+        The input image's height and width.
+    stages
+        Stages, each of normal cells and a reduction cell.
+    cells
+        Normal cells in a stage.
+    channels
+        The first stage's channels per branch, doubled by each reduction cell.
+    """
     g = _Graph()
     x = g.conv2d(g.input(1, 3, image_size, image_size), g.weight(64, 3, 7, 7), (2, 2), SAME, 2)
     x = g.pool2d("max", x, (3, 3), (2, 2), SAME)
@@ -260,8 +300,21 @@ def load_taso_model(text: str, scale_weights: bool = True, source: str = "<text>
     Each node is four lines: its id; its TASO operator number; its inputs as ``id:output``
     separated by commas; its integer parameters. As TENSAT's loader does, a pool's activation is
     not read, a dropout is the identity, and the graph's output is every node no other reads.
-    ``scale_weights``: weights He-uniform (:func:`gsl_eq.models.zoo.he_uniform`), as a relu network
-    without biases needs for its output to depend on its input.
+    Parameters
+    ----------
+    text
+        The file's text.
+    scale_weights
+        Weights He-uniform (:func:`gsl_eq.models.zoo.he_uniform`), as a relu network without
+        biases needs for its output to depend on its input.
+    source
+        What names the text in error messages.
+
+    Raises
+    ------
+    WorkloadError
+        A text not of 4-line nodes, a node reading one not defined before it, an operator
+        TENSAT's loader does not read, or parameters that make no valid node.
     """
     lines = text.split()
     if len(lines) % 4:

@@ -116,6 +116,13 @@ def he_uniform(wl: Workload,
     after tens of layers the output no longer depends on the input, only on the
     biases, and comparing outputs checks nothing. Scaling gives He-uniform
     weights, b = sqrt(6/fan_in), which keep the signal's variance through relus.
+
+    Parameters
+    ----------
+    wl
+        The workload; it is left as it is.
+    is_weight
+        Which parameters to scale, from their name and value.
     """
     scale = np.float32(np.sqrt(6.0))
     return Workload(wl.mod, {k: v * scale if is_weight(k, v) else v for k, v in wl.params.items()})
@@ -137,6 +144,19 @@ def bert(layers: int = 8, seq: int = 64, hidden: int = 1024, heads: int = 16, ff
     dot-product attention with softmax, output projection, residual + layer norm,
     then a GELU feed-forward of width ``ffn`` (BERT-large: 4096) with residual +
     layer norm. The input ``x`` is the (1, seq, hidden) embedded sequence.
+
+    Parameters
+    ----------
+    layers
+        Encoder layers.
+    seq
+        Sequence length.
+    hidden
+        Model width; ``heads`` must divide it.
+    heads
+        Attention heads.
+    ffn
+        The feed-forward layer's width.
     """
     check_heads("bert", "hidden", hidden, heads)
     h = var("x", 1, seq, hidden)
@@ -168,6 +188,13 @@ def nasrnn(steps: int = 5, hidden: int = 512) -> Workload:
 
     Weights are shared across steps. ``x`` is (steps, hidden), one row per step;
     the initial states ``h0`` and ``c0`` are parameters. Returns the last ``h``.
+
+    Parameters
+    ----------
+    steps
+        Time steps unrolled.
+    hidden
+        The hidden state's (and each step input's) width.
     """
     x = var("x", steps, hidden)
     h, c = var("h0", 1, hidden), var("c0", 1, hidden)
@@ -222,6 +249,17 @@ def resnet50(
 
     Each conv is followed by batch norm (inference mode) and relu; downsampling
     is on the 3x3 conv of each stage's first block (the "v1.5" placement).
+
+    Parameters
+    ----------
+    image_size
+        The input image's height and width.
+    layers
+        The bottleneck blocks of each stage (published: 3, 4, 6, 3).
+    batch_norm
+        Conv + batch norm (inference mode) where True, conv + bias where False.
+    classes
+        The classifier's outputs.
     """
     return _cnn_workload(_bottleneck_network(image_size, layers, 64, 1, batch_norm, classes))
 
@@ -239,6 +277,21 @@ def resnext50(
     grouped 3x3 convs (32 groups of width 4, so inner widths 128-1024).
 
     Convs carry a bias instead of batch norm unless ``batch_norm`` (see the module docstring).
+
+    Parameters
+    ----------
+    image_size
+        The input image's height and width.
+    layers
+        The bottleneck blocks of each stage (published: 3, 4, 6, 3).
+    groups
+        Groups of the 3x3 convs.
+    group_width
+        Channels per group in the first stage (doubling at each stage).
+    batch_norm
+        Conv + batch norm (inference mode) where True, conv + bias where False.
+    classes
+        The classifier's outputs.
     """
     expr = _bottleneck_network(image_size, layers, groups * group_width, groups, batch_norm, classes)
     return _cnn_workload(expr)
@@ -263,7 +316,21 @@ def mobilenet_v2(
     inverted residuals (1x1 expansion -> 3x3 depthwise -> linear 1x1 projection, a shortcut where
     shapes allow), a 1x1 conv to 1,280 channels and the classifier; 52 convs, relu6 activations.
 
-    ``blocks``: the blocks of each stage (published: 1, 2, 3, 4, 3, 3, 1).
+    Parameters
+    ----------
+    image_size
+        The input image's height and width.
+    blocks
+        The blocks of each of the seven stages (published: 1, 2, 3, 4, 3, 3, 1).
+    batch_norm
+        Conv + batch norm (inference mode) where True, conv + bias where False.
+    classes
+        The classifier's outputs.
+
+    Raises
+    ------
+    WorkloadError
+        ``blocks`` not of seven stages.
     """
     if len(blocks) != len(_MOBILENET_V2_STAGES):
         raise WorkloadError(f"mobilenet_v2 has {len(_MOBILENET_V2_STAGES)} stages; blocks={tuple(blocks)} gives "
@@ -358,6 +425,19 @@ def nasnet_a(
     published. Simplification: when a cell's previous input is twice as large as
     its current one, it is brought down by a strided 1x1 conv instead of
     NASNet's two-path factorized reduction.
+
+    Parameters
+    ----------
+    image_size
+        The input image's height and width.
+    cells
+        Normal cells in each of the three stacks.
+    filters
+        Channels per branch in the first stack; at least 4.
+    batch_norm
+        Conv + batch norm (inference mode) where True, conv + bias where False.
+    classes
+        The classifier's outputs.
     """
     if filters < 4:
         raise WorkloadError(f"nasnet_a needs filters >= 4 (the stem's first reduction cell has filters / 4), got {filters}")
@@ -440,6 +520,17 @@ def inception_v3(
     average pool and classifier. Convs carry a bias instead of batch norm unless
     ``batch_norm`` (TASO's Inception-v3 has none; see the module docstring).
     ``image_size`` must be at least 75.
+
+    Parameters
+    ----------
+    image_size
+        The input image's height and width.
+    modules
+        The 35x35, 17x17 and 8x8 modules.
+    batch_norm
+        Conv + batch norm (inference mode) where True, conv + bias where False.
+    classes
+        The classifier's outputs.
     """
     if image_size < 75:
         raise WorkloadError(f"inception_v3 needs image_size >= 75, got {image_size}")
@@ -475,7 +566,15 @@ def _fire(x: relax.Expr, name: str, in_ch: int, squeeze: int, expand: int) -> tu
 def squeezenet(image_size: int = 224, classes: int = 1000) -> Workload:
     """SqueezeNet 1.1 (Iandola et al. 2016, v1.1 release) at 224x224: a 3x3/2 conv, 8 fire modules
     (squeeze 16-64, expand 64-256) with 3x3/2 max pools (ceil mode) after conv1, fire3 and fire5,
-    a 1x1 conv to ``classes`` channels with relu, global average pool. Convs carry biases."""
+    a 1x1 conv to ``classes`` channels with relu, global average pool. Convs carry biases.
+
+    Parameters
+    ----------
+    image_size
+        The input image's height and width.
+    classes
+        The classifier's outputs.
+    """
     h = _max_pool(_unit(_image(image_size), "conv1", 3, 64, 3, 2, padding=0, batch_norm=False), ceil_mode=True)
     ch = 64
     for i, squeeze in enumerate([16, 16, 32, 32, 48, 48, 64, 64]):
@@ -494,7 +593,17 @@ _VGG19_STAGES = [(64, 2), (128, 2), (256, 4), (512, 4), (512, 4)]
 def vgg19(image_size: int = 224, fc: int = 4096, classes: int = 1000) -> Workload:
     """VGG-19 (Simonyan & Zisserman 2015, configuration E) at 224x224: 16 3x3 convs (+ bias, relu)
     in five stages of 64-512 channels, each closed by a 2x2/2 max pool, then three fully
-    connected layers (``fc`` = 4096, 4096, ``classes``) on the flattened 512x7x7 features."""
+    connected layers (``fc`` = 4096, 4096, ``classes``) on the flattened 512x7x7 features.
+
+    Parameters
+    ----------
+    image_size
+        The input image's height and width; at least 32 (five 2x2 pools).
+    fc
+        The width of the first two fully connected layers.
+    classes
+        The classifier's outputs.
+    """
     if image_size < 2 ** len(_VGG19_STAGES):
         raise WorkloadError(f"vgg19 needs image_size >= {2 ** len(_VGG19_STAGES)} (five 2x2 pools), got {image_size}")
     h, ch = _image(image_size), 3
