@@ -31,7 +31,21 @@ from .workload import Workload
 @dataclass
 class OrderingComparison:
     """Greedy mode's report under each ordering (rule names in order) and saturate mode's report;
-    costs in ``cost_unit`` (see :func:`~gsl_eq.cost.cost_unit`)."""
+    costs in ``cost_unit`` (see :func:`~gsl_eq.cost.cost_unit`).
+
+    Attributes
+    ----------
+    cost_model
+        The cost model's name.
+    cost_before
+        The workload's cost before any rewrite.
+    greedy
+        Each ordering (its rule names, in order) with greedy mode's report under it.
+    saturate
+        Saturate mode's report (:func:`compare_orderings` always sets it).
+    cost_unit
+        The unit of the costs.
+    """
 
     cost_model: str
     cost_before: float
@@ -41,10 +55,12 @@ class OrderingComparison:
 
     @property
     def best_greedy(self) -> float:
+        """The cheapest cost greedy mode reached, over the orderings."""
         return min(r.cost_after for _, r in self.greedy)
 
     @property
     def worst_greedy(self) -> float:
+        """The dearest cost greedy mode reached, over the orderings."""
         return max(r.cost_after for _, r in self.greedy)
 
     def rows(self) -> list[dict[str, Any]]:

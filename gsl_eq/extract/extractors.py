@@ -45,6 +45,27 @@ class Extraction:
     ``choice`` holds exactly the e-classes reachable from the roots through chosen
     e-nodes, children before parents; ``cost`` is their DAG cost (each chosen e-node
     paid once).
+
+    Attributes
+    ----------
+    choice
+        The index of the chosen e-node of each reachable e-class, by e-class.
+    cost
+        The choice's DAG cost (:func:`dag_cost`).
+    extractor
+        Which extractor chose it: ``"tree"``, ``"greedy_dag"`` or ``"ilp"``.
+    time
+        Seconds the extraction took.
+    gap
+        The exact extractor's relative gap to its lower bound (0.0: optimal); None when unknown.
+    status
+        ``"optimal"``, ``"heuristic"``, or what stopped the extractor and what it kept.
+    cycle_cuts
+        The exact extractor's cycles cut off before its solution was acyclic.
+    solver
+        The exact extractor's solver: ``"highs"`` or ``"cp-sat"``.
+    regions
+        The exact extractor's programs: 1, the whole e-graph, or one per region.
     """
 
     choice: Choice

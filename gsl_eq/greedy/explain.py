@@ -47,7 +47,17 @@ class Attempt:
 
 @dataclass
 class Explanation:
-    """What :func:`explain` found: one :class:`Attempt` per place the source could start."""
+    """What :func:`explain` found: one :class:`Attempt` per place the source could start.
+
+    Attributes
+    ----------
+    rule
+        The rule's name.
+    source_patterns
+        The patterns of the rule's source.
+    attempts
+        One :class:`Attempt` per place the source could start, in reverse post-order.
+    """
 
     rule: str
     source_patterns: int

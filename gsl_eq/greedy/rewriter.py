@@ -166,7 +166,21 @@ class Rejection:
 
 def build_target(rule: Subst, m: Match) -> TargetBuilder | Rejection:
     """Build ``rule``'s target for match ``m``; the builder (its ``built`` nodes, outputs in
-    ``targets``) or why the match must be left alone. Greedy and saturate mode both decide here."""
+    ``targets``) or why the match must be left alone. Greedy and saturate mode both decide here.
+
+    Parameters
+    ----------
+    rule
+        The rule.
+    m
+        A match of its source.
+
+    Returns
+    -------
+    TargetBuilder or Rejection
+        The builder; or a :class:`Rejection`, when the target cannot be built and typed
+        (``UNTYPED``) or its outputs' number or types differ from the source's (``TYPE_CHANGE``).
+    """
     builder = TargetBuilder(rule, m)
     try:
         builder.targets = builder.outputs()
@@ -289,6 +303,19 @@ def rewrite_once(
     either is reached are applied. Returns the graph, the count, and the limit that
     ended the pass early (None if none did). A ``ledger`` records what the rewrites
     created and the matches refused.
+
+    Parameters
+    ----------
+    graph
+        The graph; it is left as it is.
+    rule
+        The rule.
+    room
+        Nodes the pass may add at the most; None: no limit.
+    deadline
+        A ``time.perf_counter()`` time; None: none.
+    ledger
+        A :class:`Ledger` to record the rewrites in; None: none.
     """
     mapping: dict[Node, Node] = {}
     inputs = frozenset(rule.source.inputs)
@@ -364,6 +391,28 @@ def rewrite_graph(
 
     Returns the graph, how many times the rule fired, the passes run, and why it
     stopped (``saturated``: nothing matched any more).
+
+    Parameters
+    ----------
+    graph
+        The graph; it is left as it is.
+    rule
+        The rule.
+    max_passes
+        Passes at the most.
+    node_limit
+        Nodes the graph may grow to; None: no limit.
+    deadline
+        A ``time.perf_counter()`` time; None: none.
+    ledger
+        A :class:`Ledger` to follow the rewrites in; None: none.
+
+    Examples
+    --------
+    ::
+
+        graph, fired, passes, why = rewrite_graph(wl.graph, rule, node_limit=10_000)
+        wl2 = to_workload(graph, wl, fold_params=True)
     """
     total, start = 0, graph
     seen: set[int] = set()  # the graphs' keys, once a pass has changed the graph: most rules match nothing
@@ -388,7 +437,19 @@ def rewrite_graph(
 
 def to_workload(graph: Graph, wl: Workload, fold_params: bool, deadline: float | None = None) -> Workload:
     """The workload of a rewritten graph: parameters no longer read are dropped, then folded if
-    asked, and if the fold is predicted to end before ``deadline`` (:meth:`~gsl_eq.workload.Workload.predicted_fold_seconds`)."""
+    asked, and if the fold is predicted to end before ``deadline`` (:meth:`~gsl_eq.workload.Workload.predicted_fold_seconds`).
+
+    Parameters
+    ----------
+    graph
+        The rewritten graph.
+    wl
+        The workload it was rewritten from: its parameters' values.
+    fold_params
+        Fold the parameters (:meth:`~gsl_eq.workload.Workload.fold_params`).
+    deadline
+        A ``time.perf_counter()`` time a fold must be predicted to end by; None: none.
+    """
     reachable = set(graph.rpo())
     inputs = [v for v in graph.inputs if v.name not in wl.params or v in reachable]
     result = Workload.from_graph(Graph(inputs, graph.outputs, graph.returns_tuple), wl.params)
@@ -429,7 +490,27 @@ class GreedyResult:
     """What :func:`greedy` did: the workload; rewrites done per rule (``fired``, whether or not they
     survive); the rules whose rewrites ``workload`` holds (``used``, in rule order; see :class:`Ledger`);
     matches left alone per rule and reason (``rejected``, distinct keys); rounds, passes, and why it stopped.
-    ``origins``: the nodes of ``workload``'s graph that rewrites made, each with the rules that made it."""
+    ``origins``: the nodes of ``workload``'s graph that rewrites made, each with the rules that made it.
+
+    Attributes
+    ----------
+    workload
+        The rewritten workload.
+    fired
+        Rewrites done, by rule name, whether or not they survive.
+    used
+        The rules whose rewrites ``workload`` holds, in rule order.
+    rejected
+        Matches left alone: rule name -> reason (a :class:`Refusal` value) -> distinct keys.
+    rounds
+        Rounds run.
+    passes
+        Passes run, all rules together.
+    stop_reason
+        Why it stopped (:class:`~gsl_eq.run.limits.StopReason`).
+    origins
+        The nodes of ``workload``'s graph that rewrites made, each with the rules that made it.
+    """
 
     workload: Workload
     fired: dict[str, int] = field(default_factory=dict)

@@ -66,15 +66,39 @@ class Example:
 
 @dataclass
 class RuleCheck:
-    """What checking one rule found.
+    """What checking one rule found (:func:`check_rule`); ``ok`` says whether nothing is wrong.
 
-    ``instances``: instances rewritten and compared; ``tries``: draws made;
-    ``untyped``: instances whose target could not be typed; ``unbuildable``:
-    instances whose source TVM cannot build; ``failures``:
-    instances that computed something else; ``variety``: distinct input shapes,
-    attribute sets and variadic lengths among the compared instances;
-    ``misses``: why draws produced no instance; ``checked``: the input shapes of each
-    instance compared, in the order drawn.
+    Attributes
+    ----------
+    rule
+        The rule's name.
+    verdict
+        ``sound``, ``unsound`` (an instance computed something else), ``untyped`` (no target
+        could be typed), ``unbuildable`` (TVM could build no source) or ``no instance``.
+    instances
+        Instances rewritten and compared.
+    tries
+        Draws made.
+    untyped
+        Instances whose target could not be typed.
+    failures
+        Instances that computed something else.
+    variety
+        Distinct input shapes, attribute sets and variadic lengths among the compared
+        instances (keys ``shapes``, ``attributes``, ``lengths``).
+    counterexample
+        A failing instance (:class:`Example`): one with wrong values before one with a wrong
+        type, then the smallest; None if none failed.
+    untyped_example
+        The first instance whose target could not be typed, or None.
+    unbuildable
+        Instances whose source TVM cannot build.
+    unbuildable_example
+        The first of those, or None.
+    misses
+        Why draws produced no instance, with how often.
+    checked
+        The input shapes of each instance compared, in the order drawn.
     """
 
     rule: str
