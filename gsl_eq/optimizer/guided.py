@@ -39,7 +39,7 @@ from .saturate import Saturated, saturate
 
 #: The most rounds a restart search runs.
 MAX_ROUNDS = 8
-#: A later round starts only with at least this share of the search's seconds left before the deadline.
+#: A later round starts only with at least this share of the search's seconds left before the search ends.
 ROUND_SHARE = 0.1
 #: What each round's saturation reports in ``report.timings``, summed over the rounds.
 ROUND_TIMINGS = ("load", "compile", "saturate", "extract", "rebuild", "attribute")
@@ -77,10 +77,10 @@ def _fits(term: Workload, budget: Budget) -> bool:
 
 
 def _room(term: Workload, budget: Budget) -> bool:
-    """Whether another round fits: :data:`ROUND_SHARE` of the search's seconds left before the deadline,
+    """Whether another round fits: :data:`ROUND_SHARE` of the search's seconds left before the search ends,
     and after it still the time ``term``'s fold is predicted to take (a later round's term folds more)."""
     left = budget.end - time.perf_counter() - budget.checking - term.predicted_fold_seconds()
-    return min(left, budget.deadline - time.perf_counter()) >= ROUND_SHARE * budget.search_seconds
+    return min(left, budget.search_end - time.perf_counter()) >= ROUND_SHARE * budget.search_seconds
 
 
 def _more_to_find(stop_reason: str, settings: Settings) -> bool:
@@ -91,9 +91,10 @@ def _more_to_find(stop_reason: str, settings: Settings) -> bool:
 
 
 def _later_round(budget: Budget) -> Budget:
-    """A round's own budget: the time left until the call's deadline, extraction's share of it kept."""
+    """A round's own budget: the time left until the call's search ends (the call's extraction share
+    stays a margin for the final build and check), extraction's share of it kept."""
     now = time.perf_counter()
-    left = budget.deadline - now
+    left = budget.search_end - now
     return Budget(now, left, EXTRACTION_SHARE * left, 0.0, 0.0)
 
 
