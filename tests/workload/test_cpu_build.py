@@ -64,7 +64,7 @@ def test_a_copy_tvms_fusion_fails_on_is_built_again_from_a_fresh_copy():
 
     from gsl_eq.workload.cpu_build import _in_fusion, on_fresh_copies
 
-    source = (Path(__file__).parent / "data" / "nasrnn_split_parts.tvmscript").read_text()
+    source = (Path(__file__).resolve().parents[1] / "data" / "nasrnn_split_parts.tvmscript").read_text()
     target = tvm.target.Target("llvm")
     failing = None
     for _ in range(40):  # none failing in 40 copies: one chance in 10^5 at one in four

@@ -25,7 +25,7 @@ from gsl_eq.rules.sets import rule_set
 from gsl_eq.measure.schedule_db import ScheduleDatabase
 from gsl_eq.sweeps import Cell, ResultsFile, grid, run_cell, sweep
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SMALL = dict(models=["diamond_conv", "inception_block"], rules=["default", "tvm"], modes=["greedy", "saturate"],
              costs=["roofline", "opcount"])  # 16 cells of about a second each
 
@@ -288,7 +288,7 @@ def test_compare_orderings_on_ray_gives_the_serial_costs(connected):
 def test_the_schedule_database_is_filled_by_ray_tasks_into_one_cache(connected, tmp_path, monkeypatch):
     """The kernels go to the tasks as TVMScript, each task keys its kernel as the driver does, and the
     winning draws come back into the one cache file. The tasks' draws are not timed here: a worker's
-    first draw imports TVM's tensor intrinsics (25 s on 2 cores); tests/test_schedule_db.py times them."""
+    first draw imports TVM's tensor intrinsics (25 s on 2 cores); tests/measure/test_schedule_db.py times them."""
     from gsl_eq.measure import schedule_db
 
     def measure(settings: dict, script: str) -> tuple[str, list]:  # by value to the workers: a draw, untimed

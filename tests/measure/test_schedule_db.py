@@ -95,7 +95,7 @@ def test_a_draw_for_this_cpu_imports_the_cpu_tensor_intrinsics_alone(tmp_path):
     import sys
 
     code = ("import sys\n"
-            "from tests.test_schedule_db import module\n"
+            "from tests.measure.test_schedule_db import module\n"
             "from gsl_eq.measure.schedule_db import ScheduleDatabase\n"
             f"db = ScheduleDatabase(samples=1, cache_dir={str(tmp_path)!r})\n"
             "assert db._draw(db.kernels(module())[0], 1)\n"

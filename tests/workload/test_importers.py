@@ -19,7 +19,7 @@ from gsl_eq import Workload, optimize, rules
 from gsl_eq.errors import WorkloadError  # noqa: E402
 from gsl_eq.graph import Kind  # noqa: E402
 
-from .exported import attention, cnn, onnx_file, onnxruntime_outputs  # noqa: E402
+from ..exported import attention, cnn, onnx_file, onnxruntime_outputs  # noqa: E402
 
 
 def assert_close(got, want, atol=1e-5):

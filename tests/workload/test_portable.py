@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 from gsl_eq.workload import torch_runner  # noqa: E402
 from gsl_eq.workload.torch_runner import Program, read_graph  # noqa: E402
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
 
