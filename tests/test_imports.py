@@ -84,6 +84,7 @@ def test_the_language_names_no_executor_even_to_import_it_later():
         assert "importlib" not in text and "gsl_eq.greedy" not in text, path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("imports", ["from gsl_eq import Subst, Workload, op, pat",
                                      "from gsl_eq.frontend import Subst, op, pat; from gsl_eq.workload import Workload"])
 def test_calling_a_rule_runs_greedy_mode_however_the_language_was_imported(imports):
@@ -157,6 +158,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("steps", ["touch_exports(); import_modules(modules)",
                                    "import_modules(modules[::-1]); touch_exports(); import_modules(modules)"])
 def test_no_exported_name_shadows_a_module(steps):

@@ -44,6 +44,7 @@ def assert_close(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["greedy", "saturate"])
 def test_tvm_compile_runs_the_pipeline_on_a_pytorch_cnn(mode):
     mod, inputs = exported(cnn)  # weights as relax.Constant, as a TVM user imports them
@@ -57,6 +58,7 @@ def test_tvm_compile_runs_the_pipeline_on_a_pytorch_cnn(mode):
     assert_close(run(ex, *inputs), run(tvm.compile(mod, "llvm"), *inputs))
 
 
+@pytest.mark.slow
 def test_the_pass_after_tvms_own_passes_merges_a_transformers_projections():
     mod, inputs = exported(attention)
     opt = Optimize(rules.default(), mode="saturate", time_limit=30)

@@ -197,6 +197,7 @@ class PerCall:
         return graph_cost(graph, self.gpu)
 
 
+@pytest.mark.slow
 def test_extraction_chooses_forms_and_fusions_together_on_nasrnn():
     """Two NasRNN steps under TASO's rules: extraction that prices epilogues finds a cheaper graph than
     one pricing each call as a kernel, at the cost the whole-graph model gives it; outputs equal."""
@@ -230,6 +231,7 @@ def test_by_name_and_errors():
     assert "163,840 threads" in repr(GPU())
 
 
+@pytest.mark.slow
 def test_tensat_merges_matmuls_sharing_an_operand_under_gpu_and_outputs_equal():
     """TASO's multi-pattern rule merges matmuls sharing an operand: under gpu the merged form (relu
     inside, one kernel) is chosen; under TENSAT's settings (merges in the first iteration) two of three."""
@@ -277,6 +279,7 @@ def fuse_ops_kernels(wl: Workload) -> int:
     return sum(re.sub(r"\d+$", "", name) not in free for name in callees)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model, kwargs", [("tensat_nasrnn", dict(steps=2, hidden=64)),
                                            ("nasnet_a", dict(image_size=32, cells=1, filters=8))])
 def test_kernels_are_those_tvm_fuse_ops_builds(model, kwargs):

@@ -70,6 +70,7 @@ def test_an_epilogue_saves_the_measured_kernel_less_its_analytic_share(tmp_path)
     assert MeasuredGPU(torch_device="cpu", cache_dir=tmp_path, fusion="none").epilogue_saving(*relu, fused=(0,)) == 0
 
 
+@pytest.mark.slow
 def test_optimize_under_measured_prices_returns_an_equal_graph_priced_so(tmp_path):
     wl = models.tensat_model("nasrnn")
     model = MeasuredGPU(torch_device="cpu", cache_dir=tmp_path)
@@ -92,6 +93,7 @@ def test_by_name_without_a_gpu_the_error_says_what_to_use():
         MeasuredGPU(torch_device="cuda:0")
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
 def test_on_a_gpu_small_kernels_cost_their_launch_and_a_matmul_its_flops(tmp_path):
     model = get_cost_model("gpu-measured")

@@ -30,6 +30,7 @@ def conv_bias_relu() -> Workload:
     return Workload.from_expr(relax.op.nn.relu(relax.op.add(conv, b)), ["x"])
 
 
+@pytest.mark.slow
 def test_a_graph_costs_its_fused_kernels_plus_dispatch_and_a_second_instance_measures_nothing(cache):
     wl = conv_bias_relu()
     model = TVMCost(database(cache))
@@ -45,6 +46,7 @@ def test_a_graph_costs_its_fused_kernels_plus_dispatch_and_a_second_instance_mea
     assert again.schedules.measurements == 0
 
 
+@pytest.mark.slow
 def test_an_epilogue_costs_what_it_adds_to_a_kernel_an_anchor_its_kernel_alone(cache):
     model = TVMCost(database(cache))
     x, y = TensorType((1, 8, 32, 32), F32), TensorType((1, 8, 1, 1), F32)

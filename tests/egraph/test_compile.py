@@ -88,6 +88,7 @@ MODELS = [diamond_conv, resnet_bottleneck, inception_block, inception_network, t
           lambda: bert_encoder(layers=2)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("build", MODELS)
 def test_eclass_types_agree_with_tvm_on_every_enode(build):
     """Each e-node, read as a call on values of its children's e-class types, has the type TVM

@@ -1,6 +1,7 @@
 """TENSAT's cycle filter (:func:`gsl_eq.egraph.cycles.closing_cycles`), the birth stamps it
 orders e-nodes by, and TENSAT's ``iter_multi`` (``multi_iterations``)."""
 
+import pytest
 from hypothesis import given, settings, strategies as st
 from tvm import relax
 
@@ -113,6 +114,7 @@ def test_multi_output_rules_are_searched_in_the_first_multi_iterations_only():
     assert bounded.stop_reason.value == "saturated"  # ... and the run saturates once only the others are left
 
 
+@pytest.mark.slow
 def test_tensats_settings_give_nasrnn_an_acyclic_e_graph_the_ilp_solves_exactly():
     wl = zoo_model("nasrnn", hidden=64, steps=3)
     kept = optimize(wl, rules.tensat(), node_limit=50_000, iter_limit=15, multi_iterations=1)

@@ -137,6 +137,7 @@ def test_greedy_mode_leaves_out_the_disconnected_rules_of_a_set_and_says_which(s
     same_outputs(wl, result.workload)
 
 
+@pytest.mark.slow
 def test_rules_paired_together_grow_the_e_graph_that_pairing_rule_by_rule_grows(monkeypatch):
     """The paired rules move their pending rows and form their pairs in one egglog call each, and
     those whose budget admits every pending row are made active together; the e-graph, iteration

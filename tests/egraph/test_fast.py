@@ -3,6 +3,7 @@
 
 import math
 
+import pytest
 
 from gsl_eq import optimize, rules
 from gsl_eq.egraph import Runner, StopReason
@@ -124,6 +125,7 @@ def test_only_key_relations_that_grew_are_read():
                                           iter_limit=6, **FAR).run().iterations[-1].enodes
 
 
+@pytest.mark.slow
 def test_where_bans_bind_the_e_graph_grown_does_not_depend_on_which_iterations_were_fast():
     """TENSAT's BERT under tensat()+default() with TENSAT's settings: rules pass their limits and are
     banned. Whether an iteration is fast follows the clock; what is banned, and so the e-graph grown,

@@ -20,6 +20,7 @@ EXPLOSIVE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(EXPLOSIVE))
 def test_the_node_limit_holds_on_explosive_growth(case):
     build, group = EXPLOSIVE[case]
@@ -105,6 +106,7 @@ def test_optimize_releases_the_egraph_before_it_returns_and_times_that(monkeypat
     assert result.report.timings["release"] >= 0
 
 
+@pytest.mark.slow
 def test_optimize_keeps_its_time_limit_on_explosive_growth():
     wl = polynomial(300)
     limit = 4.0
@@ -123,6 +125,7 @@ def test_optimize_keeps_its_time_limit_on_explosive_growth():
     assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_optimize_under_the_node_limit_keeps_the_outputs():
     wl = ac_sum(16)
     result = optimize(wl, rules.algebraic(), extractor="greedy", node_limit=20_000, iter_limit=1000, time_limit=60)
@@ -131,6 +134,7 @@ def test_optimize_under_the_node_limit_keeps_the_outputs():
     assert_same_outputs(wl, result.workload, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_the_node_limit_holds_where_a_bucket_holds_a_lump_of_matches():
     """TASO's merges on TENSAT's SqueezeNet, multi-pattern rules in every iteration: merges of
     merges share e-classes, so their matches fall into a few buckets. When the room left cuts a
@@ -153,6 +157,7 @@ def test_the_node_limit_holds_where_a_bucket_holds_a_lump_of_matches():
             assert fast or 0.9 * limit <= runner.egraph.size()
 
 
+@pytest.mark.slow
 def test_the_node_limit_holds_where_a_rule_applied_about_its_budget_would_pass_it():
     """TASO's matmul merge on a 2-layer BERT encoder under tensat()+default(): late in the growth a
     few buckets hold most of its matches, and applied about its budget of 400 (6 e-nodes each) it
@@ -229,6 +234,7 @@ def test_a_stale_multi_output_search_predicted_quick_is_tried_first_and_left_out
     assert report.iterations[0].search_time >= 0.25 * 5 * 0.9  # the trial is part of the search's time
 
 
+@pytest.mark.slow
 def test_optimize_keeps_its_time_limit_where_a_lifted_ban_meets_regrouped_sums(same_outputs):
     """A user's PyTorch CNN adding five convs of one input, under tensat() + default() with default
     settings: TASO's associativity regroups the sum, so a variadic merge's operands multiply; banned

@@ -3,6 +3,7 @@ e-matched instances hold are merged whole when the graph is loaded, as greedy mo
 
 import time
 
+import pytest
 from tvm import relax
 
 from gsl_eq import Workload, models, optimize, rules
@@ -43,6 +44,7 @@ def test_a_group_larger_than_the_instances_is_merged_whole(same_outputs):
     assert wl.graph.op_counts()["relax.matmul"] == 6  # the input is left as it was
 
 
+@pytest.mark.slow
 def test_every_maximal_group_is_seeded_and_none_the_instances_cover(same_outputs):
     wl = projections(5, 4, 3)
     runner = Runner(wl.graph, [rules.parallel_matmul_variadic()], iter_limit=1)
@@ -77,6 +79,7 @@ def test_seeding_stops_at_the_deadline():
     assert runner.report.seeded == {} and runner.report.uncompiled == ["parallel_matmul_variadic"]
 
 
+@pytest.mark.slow
 def test_tensats_nasrnn_merges_each_steps_eight_projections(same_outputs):
     """TENSAT's NasRNN: per step, eight matmuls of the input and eight of the state; under the
     gpu model the result reads each step's input and state through one matmul each."""

@@ -48,6 +48,7 @@ def test_one_of_each_mirrored_pair_of_matches_is_applied():
     assert one.enodes < both.enodes
 
 
+@pytest.mark.slow
 def test_a_symmetric_rule_reaches_the_same_best_graph_in_a_smaller_e_graph(same_outputs):
     """Three projections merged into one matmul in two iterations: 97 e-nodes instead of 439."""
     wl = projections(3)
@@ -155,6 +156,7 @@ def test_a_symmetric_variadic_rule_applies_one_order_of_each_set():
     assert one.enodes < every.enodes / 2
 
 
+@pytest.mark.slow
 def test_a_symmetric_variadic_rule_reaches_the_same_best_graph(same_outputs):
     wl = projections(4)
     settings = dict(mode="saturate", cost=MatmulHeavy(), iter_limit=3, cycles="filter")
@@ -179,6 +181,7 @@ def branches(channels: tuple[int, ...]) -> Workload:
     return Workload.from_expr(R.concat(out, axis=1), {"x"})
 
 
+@pytest.mark.slow
 def test_merged_branches_split_back_in_the_order_a_concat_reads_them(same_outputs):
     """Of each set of matches, the one whose outputs come in the order the graph reads them is
     applied: three branches concatenated become one conv, its split and the concat cancelling."""
@@ -189,6 +192,7 @@ def test_merged_branches_split_back_in_the_order_a_concat_reads_them(same_output
     same_outputs(wl, result.workload)
 
 
+@pytest.mark.slow
 def test_the_librarys_merges_of_one_input_are_symmetric(same_outputs):
     """The library's conv merges, unordered (as built) and in every order (the same rules without
     ``symmetric``), on four branches: the same best graph in a third of the e-graph."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 
 from gsl_eq.extract import ENodeCost as N
 from gsl_eq.extract import greedy_dag_extract, ilp_extract, is_acyclic, load_egraph
@@ -35,6 +36,7 @@ def test_a_cycle_of_free_e_nodes_is_not_chosen_and_the_way_out_is():
     assert exact.cost == 3.0 and exact.choice["A"] == 1 and exact.status == "optimal"
 
 
+@pytest.mark.slow
 def test_a_time_limited_gap_is_against_a_true_lower_bound():
     # the optimum CPLEX proved on this file (the SmoothE artifact); cut short, CP-SAT's answer must
     # bracket it: its cost at or above, its lower bound (cost * (1 - gap)) at or below

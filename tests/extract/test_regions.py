@@ -272,6 +272,7 @@ def test_no_region_is_given_less_than_a_solver_needs(bypass):
     assert status == "time limit"
 
 
+@pytest.mark.slow
 def test_tensats_nasrnn_by_regions_builds_the_whole_programs_graph(monkeypatch):
     """Through optimize, on TENSAT's NasRNN under its rules and settings: its program (some 2,000
     kept e-nodes) is cut into its cells by default, as like regions (LIKE_REGION_NODES), and gives

@@ -42,6 +42,7 @@ def test_explain_shows_the_values_a_false_guard_compared():
     assert attempt.pattern == "the whole match"
 
 
+@pytest.mark.slow
 def test_a_guard_makes_the_broadcast_kernel_rule_sound():
     x, w1, w2 = pat.Wildcard(), pat.Variable(), pat.Variable()
     conv1 = op.Conv2D(x, w1, **NCHW)

@@ -30,6 +30,8 @@ from gsl_eq import Subst, Workload, optimize, rules
 from gsl_eq.greedy import greedy
 from tests.fuzz.graphs import workloads
 
+pytestmark = pytest.mark.slow
+
 GROUPS = ("legalize", "structure", "fusion", "lowering", "default", "all")
 SATURATE_RULES = [*rules.default(), *rules.algebraic()]
 TOLERANCE = {"float32": 1e-4, "float16": 2e-2}  # rewrites reassociate and fuse: rounding differs

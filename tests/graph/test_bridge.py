@@ -36,6 +36,7 @@ def round_trip(wl: Workload) -> Workload:
     return Workload(mod, wl.params)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MODELS)
 def test_round_trip_is_numerically_identical(name):
     wl = MODELS[name]()
@@ -101,6 +102,7 @@ def test_several_outputs_round_trip_as_a_tuple():
         np.testing.assert_array_equal(u, v)
 
 
+@pytest.mark.slow
 def test_pytorch_module_round_trip():
     import torch  # the test extra installs it
 

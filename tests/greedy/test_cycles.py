@@ -1,6 +1,7 @@
 """Greedy mode never takes a match whose result would read itself: a multi-output rule whose second
 output's input is computed from its first (an RNN's next step), or two matches feeding each other."""
 
+import pytest
 from tvm import relax
 
 from gsl_eq import Workload, optimize
@@ -38,6 +39,7 @@ def test_two_independent_steps_are_merged(same_outputs):
     same_outputs(wl, merged)
 
 
+@pytest.mark.slow
 def test_tensat_rules_run_greedily_on_nasrnn(same_outputs):
     """Its steps share their weights: the merge of a step with the next is refused, not a crash."""
     from gsl_eq import models, rules

@@ -128,6 +128,7 @@ def transpose_chain(n: int) -> Workload:
     return chain(n, lambda h: relax.op.permute_dims(h, [1, 0]), relax.op.nn.relu)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule, build, limits, reason", [
     (doubling, relu_chain, dict(node_limit=2_000, iter_limit=30, time_limit=60), "node limit"),
     (sinking, lambda: transpose_chain(300), dict(node_limit=10**9, iter_limit=2, time_limit=60), "iteration limit"),
@@ -184,6 +185,7 @@ def test_bad_limits_are_refused(kwargs, message):
         greedy(relu_chain(), [doubling()], **kwargs)
 
 
+@pytest.mark.slow
 def test_without_limits_given_an_expanding_rule_still_stops():
     wl = relu_chain()
     result = greedy(wl, [doubling()], fold_params=False)  # the default node limit

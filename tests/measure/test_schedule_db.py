@@ -33,6 +33,7 @@ def inputs_and_expected(mod: tvm.IRModule, seed: int):
     return inputs, run(relax.build(mod, target="llvm"), inputs)
 
 
+@pytest.mark.slow
 def test_kernels_are_measured_once_then_reused_from_disk(tmp_path):
     mod = module()
     inputs, expected = inputs_and_expected(mod, seed=0)
@@ -55,6 +56,7 @@ def test_samples_must_be_positive(tmp_path):
         ScheduleDatabase(samples=0, cache_dir=tmp_path)
 
 
+@pytest.mark.slow
 def test_tuned_kernels_keep_their_trace_on_disk_and_compute_the_same(tmp_path, capfd):
     # MetaSchedule's own tuner (evolutionary search, builder and runner in worker processes): a
     # few trials per kernel; the winner's trace is cached as JSON and replayed with nothing measured
@@ -88,6 +90,7 @@ def test_a_cached_choice_is_read_without_drawing_again(tmp_path, monkeypatch):
     assert again.choice(kernel) == first and again.measurements == 0
 
 
+@pytest.mark.slow
 def test_a_draw_for_this_cpu_imports_the_cpu_tensor_intrinsics_alone(tmp_path):
     # the CUDA intrinsics' module takes 36 s to import; a fresh interpreter shows what a draw imported,
     # and that the package is left for a later import to run in full

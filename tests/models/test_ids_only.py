@@ -9,6 +9,8 @@ import tvm
 from gsl_eq import optimize, rules
 from gsl_eq.models.hf import _import, hf_gpt2_module, hf_llama_module
 
+pytestmark = pytest.mark.slow
+
 MODELS = {
     "gpt2": lambda: hf_gpt2_module(layers=2, hidden=24, heads=2, seq=9, seed=3, ids_only=True),
     "llama": lambda: hf_llama_module(layers=1, hidden=40, heads=5, seq=7, seed=4),

@@ -11,6 +11,8 @@ from gsl_eq.models import HF_ENCODERS, hf_bert, hf_encoder, hf_encoder_module, h
 from tests.models.test_zoo import SMALL
 from tests.conftest import assert_same_outputs
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module", params=HF_ENCODERS)
 def encoder(request):

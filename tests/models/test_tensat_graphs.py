@@ -23,6 +23,7 @@ PUBLISHED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_published_graphs_have_tensats_shape(name):
     shapes, counts = PUBLISHED[name]
@@ -39,6 +40,7 @@ def test_every_model_is_named():
         tensat_model("resnet50")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wl, fewer", [
     (tensat_bert(layers=2, seq=16, hidden=64, heads=4), MATMUL),   # Q, K, V and the next layer's input merge
     (tensat_nasrnn(steps=2, hidden=32), MATMUL),                   # the eight x @ W of a step merge

@@ -11,6 +11,8 @@ from gsl_eq.errors import WorkloadError
 from gsl_eq.greedy import greedy
 from gsl_eq.models import hf_gpt2, hf_llama
 
+pytestmark = pytest.mark.slow
+
 MODELS = {
     "gpt2_ids_only": lambda: hf_gpt2(layers=1, hidden=64, heads=2, seq=16, ids_only=True),
     "llama": lambda: hf_llama(layers=1, hidden=64, heads=2, seq=16),

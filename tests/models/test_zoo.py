@@ -46,6 +46,7 @@ def test_zoo_names():
     assert set(ZOO) == set(DEFAULT) == set(SMALL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(DEFAULT))
 def test_published_size_loads(name):
     wl = ZOO[name]()
@@ -97,6 +98,7 @@ def test_batch_norm_knob():
     assert counts["relax.nn.batch_norm"] == counts[CONV] == 1 + 4 * 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_small_version_runs(name):
     kwargs, shape = SMALL[name]
@@ -114,6 +116,7 @@ def test_unknown_model_names_the_zoo():
     assert zoo_model("NasRNN", steps=1, hidden=8).input_names == ["x"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("build, module", [(hf_bert, hf_bert_module), (hf_gpt2, hf_gpt2_module)])
 def test_hf_model_matches_torch(build, module):
     import torch

@@ -71,6 +71,7 @@ def test_two_rules_with_one_explicit_name_are_refused(wl):
         optimize(wl, [a, b])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("combined", [
     lambda: rules.legalize() + rules.default(), lambda: rules.default() + rules.fusion(),
     lambda: rules.default() + rules.all() + rules.algebraic(),

@@ -146,6 +146,7 @@ def test_the_reference_of_an_unbuildable_input_is_its_legalized_form():
     np.testing.assert_array_equal(reference.outputs[0], np.cumsum(inputs, axis=1) > 0)
 
 
+@pytest.mark.slow
 def test_the_check_is_predicted_from_the_reference_computed_first_within_the_limit(monkeypatch):
     """The check is part of time_limit: the input's reference outputs are computed first, and the result's
     check is predicted from what that took (a margin over it), not from rates: rates alone are the slowest
@@ -181,6 +182,7 @@ def test_the_check_is_predicted_from_the_reference_computed_first_within_the_lim
     assert result.workload._vm is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["saturate", "greedy"])
 def test_a_reference_that_takes_the_limit_leaves_no_search_and_says_so(monkeypatch, mode):
     """A model TVM builds slowly (a NasNet-A with batch norms at 32 px: 4.7 s for its reference) under a
@@ -218,6 +220,7 @@ def test_a_reference_that_takes_the_limit_leaves_no_search_and_says_so(monkeypat
     assert_same_outputs(wl, result.workload)
 
 
+@pytest.mark.slow
 def test_a_fold_predicted_past_the_time_limit_is_not_begun_and_the_call_ends_within_it():
     """TASO's rules merge TENSAT's BERT's matrix products into products of weight matrices, whose fold
     took 11 s against a search of 0.5 s: a result whose fold is predicted to end past the time limit is

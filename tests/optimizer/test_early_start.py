@@ -2,6 +2,8 @@
 
 import importlib
 
+import pytest
+
 from gsl_eq import optimize, rules
 from gsl_eq.egraph import Runner
 from gsl_eq.extract import dag_cost, ilp_candidates
@@ -9,6 +11,8 @@ from gsl_eq.optimizer.choose import as_of, priced, roots
 from gsl_eq.cost.gpu_cost import GPU
 from gsl_eq.models import nasrnn
 from tests.conftest import assert_same_outputs
+
+pytestmark = pytest.mark.slow
 
 optimize_module = importlib.import_module("gsl_eq.optimizer.saturate")
 

@@ -38,6 +38,7 @@ def model(request):
     return request.param, MODELS[request.param]()
 
 
+@pytest.mark.slow
 def test_saturate_mode_keeps_the_outputs_and_never_raises_the_cost(model):
     name, wl = model
     before = wl.mod.script()
@@ -55,6 +56,7 @@ def test_saturate_mode_keeps_the_outputs_and_never_raises_the_cost(model):
     assert "cost (us, roofline)" in str(report) and f"speedup {report.cost_before / report.cost_after:.3f}x" in str(report)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cost", [OpCount(), Roofline()])
 def test_ilp_is_at_most_greedy_dag_at_most_egglog_and_acyclic(model, cost):
     name, wl = model
@@ -94,6 +96,7 @@ def test_ilp_gap_zero_is_the_brute_force_optimum():
     assert ilp.cost == pytest.approx(best, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_saturation_is_never_worse_than_any_greedy_ordering_and_beats_some():
     strictly_better, tables = [], {}
     for name, build in MODELS.items():
@@ -198,6 +201,7 @@ class SlowToMeasure(Roofline):
         return super().__call__(op, attrs, inputs, output)
 
 
+@pytest.mark.slow
 def test_measuring_is_not_charged_to_the_time_limit():
     # Pricing the input and the e-graph waits longer than the whole time limit: saturation and the
     # ILP still get their time, as optimize's docstring promises for the models that measure.
@@ -223,6 +227,7 @@ def _optimize_in_a_pool_worker(_: int) -> tuple[bool, int, str, bool]:
     return multiprocessing.current_process().daemon, report.enodes, report.extraction_status, not report.fallbacks
 
 
+@pytest.mark.slow
 def test_optimize_runs_in_a_multiprocessing_pool_worker():
     """A Pool's workers are daemonic, and multiprocessing lets no daemonic process start one: the
     exact extraction of an e-graph past IN_PROCESS_ENODES runs in a process of its own all the same."""
@@ -235,6 +240,7 @@ def test_optimize_runs_in_a_multiprocessing_pool_worker():
     assert daemonic and enodes > IN_PROCESS_ENODES and status == "optimal" and checked
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limits", [{"node_limit": 300}, {"iter_limit": 1}], ids=["node limit", "iteration limit"])
 def test_saturate_mode_is_never_costlier_than_greedy_mode_whatever_stops_it(limits):
     """An Inception network whose e-graph stops at a limit before saturation reaches what greedy mode

@@ -284,6 +284,7 @@ def test_which_rules_a_result_uses_is_not_asked_past_the_time_limit(monkeypatch)
     assert result.report.calls_after < result.report.calls_before
 
 
+@pytest.mark.slow
 def test_a_stop_for_a_search_predicted_past_the_deadline_says_which_and_when(monkeypatch):
     # a merge's search predicted from its matches at a smaller e-graph can outgrow any time left;
     # saturation then stops long before the deadline, and the notes say why

@@ -13,6 +13,7 @@ def schedules(tmp_path_factory):
     return ScheduleDatabase(samples=1, cache_dir=tmp_path_factory.mktemp("schedules"), number=2, repeat=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["saturate", "greedy"])
 def test_the_fastest_distinct_candidate_is_returned_and_the_input_is_one(mode, schedules, same_outputs):
     wl = models.resnet_bottleneck()
@@ -90,6 +91,7 @@ def timed_pools(monkeypatch):
     return pools
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [4, 2])
 def test_the_ilp_gives_as_many_distinct_candidates_as_asked_computing_the_same(k, schedules, timed_pools,
                                                                                same_outputs):
@@ -117,6 +119,7 @@ def test_bad_selection_arguments_are_named():
     assert optimize(wl, rules.default(), candidates=1).report.candidates == []  # by cost, nothing is timed
 
 
+@pytest.mark.slow
 def test_measured_selection_over_the_cpu_rules_keeps_outputs_equal(schedules, same_outputs):
     # a bottleneck's 1x1 convs can run as matmuls: TVM's time picks among the candidates
     wl = models.resnet_bottleneck()

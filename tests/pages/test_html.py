@@ -121,6 +121,7 @@ def test_summary_page_of_sweep_rows(saturated):
     assert self_contained(page)
 
 
+@pytest.mark.slow
 def test_large_graphs_fold_repeated_blocks_and_draw_in_seconds(tmp_path):
     wl = bert_encoder(layers=22)
     assert len(wl.graph) > 1000
@@ -178,6 +179,8 @@ def test_orderings_page_uses_the_summary_machinery():
     assert rows_of(page, "summary") == 2 and "op calls" in page
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium (.ci/run installs Debian's)")
 def test_a_browser_renders_the_page_with_no_console_errors(saturated, tmp_path):
     _, path = saturated
@@ -200,6 +203,8 @@ def test_a_browser_renders_the_page_with_no_console_errors(saturated, tmp_path):
     assert dom.count('<svg width="') == 2 and 'id="panel-result"' in dom  # both drawings are in the DOM
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_the_browser_check_sees_console_errors(tmp_path):
     """The check above is not blind: a page with a script error is caught."""
     if CHROMIUM is None:

@@ -17,6 +17,7 @@ MINE = ["concat_of_broadcast_variadic", "concat_of_broadcast", "split_of_broadca
 FEW_DRAWN = {"split_of_broadcast_variadic": 1}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MINE)
 def test_sound(name):
     result = check_rule(getattr(rules, name)(), trials=6, seed=0, tries=300)

@@ -8,6 +8,7 @@ from gsl_eq.soundness import Verdict, check_rule
 from .support import R, ops, var, workload
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", rules.cpu(), ids=lambda r: r.name)
 def test_sound(rule):
     result = check_rule(rule, trials=6, seed=0, tries=300)

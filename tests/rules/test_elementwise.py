@@ -37,6 +37,7 @@ def test_bias_add_right_moves_a_bias_added_first(applies, rejects):
     rejects(workload(two_vectors), rules.bias_add_right())
 
 
+@pytest.mark.slow
 def test_linear_layers_imported_from_pytorch_merge(same_outputs):
     """q, k and v projections as TVM imports nn.Linear from PyTorch (bias first, each reading its own
     reshape of x): both modes merge them into one matmul and one bias add under default() (greedy

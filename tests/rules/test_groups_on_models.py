@@ -53,6 +53,7 @@ def test_transformer_layer_lowered(same_outputs):
     same_outputs(wl, result.workload)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sets", ["tensat+default", "default+algebraic"])
 def test_a_pytorch_cnn_with_a_batch_optimizes_under_the_readme_combinations(same_outputs, sets):
     """A user's CNN exported from PyTorch (out_dtype="float32" on every conv), batch 2, with a plain and a

@@ -16,6 +16,7 @@ def translations():
     return {file: taso.translation(file) for file in FILES}
 
 
+@pytest.mark.slow
 def test_counts_are_the_documented_ones(translations):
     counts = {f: (t.parsed, len(t.rules), {why: len(names) for why, names in t.left_out.items()})
               for f, t in translations.items()}
@@ -63,6 +64,7 @@ def _distinct(translations) -> list[tuple[str, object]]:
 SAMPLE_STRIDE = 15
 
 
+@pytest.mark.slow
 def test_a_sample_of_the_rules_is_sound(translations):
     """Every fifteenth distinct rule and every multi-pattern one, on one drawn instance each."""
     problems = []
@@ -77,6 +79,7 @@ def test_a_sample_of_the_rules_is_sound(translations):
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow
 def test_pointwise_equations_hold_where_relax_broadcasts(same_outputs):
     """Two biased convs summed: TASO's add reassociations gather the two (1, C, 1, 1) biases, which
     fold into one; they can because an equation of element-wise ops alone may broadcast."""
@@ -99,6 +102,7 @@ def test_pointwise_equations_hold_where_relax_broadcasts(same_outputs):
     same_outputs(wl, result.workload)
 
 
+@pytest.mark.slow
 def test_kernels_of_one_class_merge_at_different_shapes_unless_the_merge_is_grouped(translations, same_outputs):
     """TASO's engine merges two 1x1 convs of one input with 64 and 256 outputs (ResNeXt's first
     block); concat(conv(a, w1), conv(b, w2)) -> one grouped conv keeps TASO's one shape per class,
@@ -122,6 +126,7 @@ def test_kernels_of_one_class_merge_at_different_shapes_unless_the_merge_is_grou
     same_outputs(wl, result.workload)
 
 
+@pytest.mark.slow
 def test_the_enlarge_merge_is_sound_and_needs_ungrouped_kernels():
     """TASO's hand-written merge of two convs of one input, the smaller kernel enlarged: sound on
     instances that enlarge (1x1 to 3x3 and more) and on kernels of one size, each its own rule;
@@ -137,6 +142,7 @@ def test_the_enlarge_merge_is_sound_and_needs_ungrouped_kernels():
         assert all((k2[2:] != k3[2:]) == enlarged for _, k2, k3 in result.checked), result.checked
 
 
+@pytest.mark.slow
 def test_an_enlarge_to_the_kernels_own_size_is_the_kernel(same_outputs):
     """Three 1x1 convs of one input merge into convs of their concatenated kernels with no pad:
     the same-size rule fires, the enlarging one matches nothing. One rule for both cases, padding
@@ -164,6 +170,7 @@ def test_an_enlarge_to_the_kernels_own_size_is_the_kernel(same_outputs):
     assert padded.enodes > result.report.enodes and padded.cost_after == result.report.cost_after
 
 
+@pytest.mark.slow
 def test_the_enlarge_merge_fuses_a_fire_module(same_outputs):
     """SqueezeNet's fire module: a 1x1 and a 3x3 expand conv of one input, concatenated; enlarged
     and merged, one conv writes the concat (with the default rules' concat-of-split identity): two
@@ -187,6 +194,7 @@ def test_the_enlarge_merge_fuses_a_fire_module(same_outputs):
     same_outputs(wl, result.workload)
 
 
+@pytest.mark.slow
 def test_a_grouped_convs_groups_merge_into_a_block_diagonal_kernel(same_outputs):
     """TASO's merge_gconv (``predefined.txt``): a conv of G groups equals one of G / 2 groups whose
     kernel holds each pair of the old groups' kernels block-diagonally. Sound at several group counts

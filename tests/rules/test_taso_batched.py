@@ -16,6 +16,8 @@ from gsl_eq.greedy.match import Matcher
 from gsl_eq.rules import taso_equations as taso
 from gsl_eq.soundness import Verdict, check_rule
 
+pytestmark = pytest.mark.slow
+
 R = relax.op
 
 

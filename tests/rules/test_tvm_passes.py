@@ -146,6 +146,7 @@ def run_pass(wl: Workload, name: str, bind: bool) -> Workload:
     return Workload(mod, {} if bind else {k: v for k, v in wl.params.items() if k in names})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, model, bind", CASES, ids=[f"{n}-{m.__name__}{'-bound' if b else ''}" for n, m, b in CASES])
 def test_rules_match_the_pass(same_outputs, name, model, bind):
     wl = model()

@@ -76,6 +76,7 @@ def merge_wrong_sizes() -> Subst:
 PLANTED = [broadcast_kernel, swapped_epsilon, split_off_by_one, reversed_permutation, merge_wrong_sizes]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", PLANTED, ids=lambda f: f.__name__)
 def test_planted_unsound_rule_is_caught_with_a_counterexample(make):
     result = check_rule(make(), trials=TRIALS, seed=0)
@@ -88,6 +89,7 @@ def test_planted_unsound_rule_is_caught_with_a_counterexample(make):
     assert json.loads(result.to_json())["verdict"] == "unsound"
 
 
+@pytest.mark.slow
 def test_the_counterexample_really_differs_when_rebuilt():
     """The kernel-broadcast counterexample's module, rebuilt and rewritten, computes something else."""
     rule = broadcast_kernel()
@@ -105,6 +107,7 @@ def test_the_counterexample_really_differs_when_rebuilt():
     assert not np.allclose(source(**inputs), rewritten(**inputs), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_a_sound_rule_is_sound_with_varied_instances():
     from gsl_eq import rules
 
@@ -114,6 +117,7 @@ def test_a_sound_rule_is_sound_with_varied_instances():
     assert result.variety["shapes"] > 1 and result.variety["attributes"] > 1
 
 
+@pytest.mark.slow
 def test_same_seed_same_result():
     a = check_rule(broadcast_kernel(), trials=6, seed=5).to_dict()
     b = check_rule(broadcast_kernel(), trials=6, seed=5).to_dict()
@@ -148,6 +152,7 @@ def test_instances_match_multi_output_and_variadic_sources():
     assert len(lengths) > 1
 
 
+@pytest.mark.slow
 def test_a_convolutions_data_is_drawn_at_the_rank_tvm_types(monkeypatch):
     """A conv's or a pool's data leaf is drawn at the one rank TVM types it at (but a tenth of the
     time): drawn freely, three conv draws in four went to TVM only to be rejected. On a variadic

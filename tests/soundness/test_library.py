@@ -20,6 +20,7 @@ HARD_TO_DRAW = {"split_of_broadcast_variadic": 120, "parallel_conv_bias_variadic
 FEW_DRAWN = {"split_of_broadcast_variadic": 1}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(set(LIBRARY) - LEGALIZING))
 def test_library_rule_is_sound_on_its_sample(name):
     result = check_rule(LIBRARY[name], trials=3, seed=0, tries=HARD_TO_DRAW.get(name))

@@ -173,6 +173,7 @@ def test_the_results_file_keeps_whole_lines_and_drops_a_cut_one(tmp_path):
     assert all(json.loads(line) for line in store.path.read_text().splitlines())
 
 
+@pytest.mark.slow
 def test_a_cell_in_this_process_has_optimizes_costs_and_says_which_rules_greedy_mode_runs():
     line = run_cell(Cell("diamond_conv", "taso", "greedy", "opcount", options=(("iter_limit", 2),)))
     assert line["error"] is None and line["cost_before"] == 3 and line["cost_after"] == 1 and line["speedup"] == 3
@@ -182,6 +183,8 @@ def test_a_cell_in_this_process_has_optimizes_costs_and_says_which_rules_greedy_
 # --------------------------------------------------------------------------- on a two-node Ray cluster
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 def test_cells_spread_over_both_nodes_with_the_costs_of_optimize_in_process(two_nodes, tmp_path):
     out = tmp_path / "sweep.jsonl"
     result = sweep(**SMALL, output=out, address=two_nodes.address, spread=True)  # joins the cluster by address
@@ -199,6 +202,8 @@ def test_cells_spread_over_both_nodes_with_the_costs_of_optimize_in_process(two_
     assert any(line["speedup"] > 1 for line in result.lines)
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 def test_workers_import_this_checkout(connected):
     def where() -> str:  # defined here: Ray ships it by value
         import gsl_eq
@@ -211,6 +216,8 @@ def test_workers_import_this_checkout(connected):
     assert files == {str(ROOT / "gsl_eq" / "__init__.py")}
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 def test_max_calls_gives_each_task_a_fresh_worker_process(connected):
     # gsl-eq bench --address runs each model this way, as benchmarks/run.py runs each in a child
     def pid() -> int:
@@ -222,6 +229,8 @@ def test_max_calls_gives_each_task_a_fresh_worker_process(connected):
     assert len(set(fresh)) == 4 and len(set(reused)) < 4
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 def test_a_rerun_skips_the_cells_already_in_the_file(connected, tmp_path):
     out = tmp_path / "sweep.jsonl"
     args = dict(models=["diamond_conv"], rules=["default"], modes=["greedy", "saturate"], costs=["roofline", "opcount"])
@@ -243,6 +252,8 @@ def test_a_rerun_skips_the_cells_already_in_the_file(connected, tmp_path):
     assert {k: v for k, v in rerun.items() if k not in varying} == {k: v for k, v in cut.items() if k not in varying}
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 def test_a_worker_killed_mid_cell_is_retried_and_its_cell_recorded_once(connected, tmp_path):
     marker = tmp_path / "started"
     model = model_file(tmp_path, "dies_once.py", (
@@ -260,6 +271,8 @@ def test_a_worker_killed_mid_cell_is_retried_and_its_cell_recorded_once(connecte
     assert int(marker.read_text()) != line["pid"]  # the first worker died; another ran the cell
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 def test_a_cell_that_raises_is_recorded_with_its_error_and_the_sweep_goes_on(connected, tmp_path):
     bad = model_file(tmp_path, "bad.py", "raise RuntimeError('this model cannot be built')\n")
     out = tmp_path / "sweep.jsonl"
@@ -275,6 +288,8 @@ def test_a_cell_that_raises_is_recorded_with_its_error_and_the_sweep_goes_on(con
     assert again.ran == 2 and len(ResultsFile(out).read()) == 6
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 def test_compare_orderings_on_ray_gives_the_serial_costs(connected):
     wl = load_model("inception_block")
     rule_list = rules.default()
@@ -285,6 +300,8 @@ def test_compare_orderings_on_ray_gives_the_serial_costs(connected):
     assert spread.saturate.cost_after == serial.saturate.cost_after < serial.cost_before == spread.cost_before
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 def test_the_schedule_database_is_filled_by_ray_tasks_into_one_cache(connected, tmp_path, monkeypatch):
     """The kernels go to the tasks as TVMScript, each task keys its kernel as the driver does, and the
     winning draws come back into the one cache file. The tasks' draws are not timed here: a worker's
@@ -326,6 +343,8 @@ def test_the_schedule_database_is_filled_by_ray_tasks_into_one_cache(connected, 
 # --------------------------------------------------------------------------- the command
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 def test_the_sweep_command_end_to_end_on_a_local_ray_instance(tmp_path):
     out, plot, page = tmp_path / "sweep.jsonl", tmp_path / "sweep.png", tmp_path / "sweep.html"
     argv = [sys.executable, "-m", "gsl_eq.cli", "sweep", "--models", "diamond_conv", "--rules", "default,taso",

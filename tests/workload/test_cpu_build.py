@@ -18,6 +18,7 @@ def outputs(executable: relax.VMExecutable, wl: Workload, inputs: dict) -> list[
     return [out.numpy()] if hasattr(out, "numpy") else [o.numpy() for o in out]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model, kwargs", [("transformer_encoder_layer", {}), ("resnet_bottleneck", {}),
                                            ("tensat_nasrnn", dict(steps=1, hidden=64))])
 def test_outputs_are_bitwise_those_of_tvms_default_build(model, kwargs):
@@ -56,6 +57,7 @@ def test_a_kernel_tvm_cannot_schedule_is_built_as_written():
     np.testing.assert_array_equal(wl(x=xs), np.cumsum(xs, axis=1))
 
 
+@pytest.mark.slow
 def test_a_copy_tvms_fusion_fails_on_is_built_again_from_a_fresh_copy():
     # TVM 0.27's FuseOps groups by object address: parsed anew, this optimized NasRNN (its merged matmuls
     # split, the parts read by one tree of element-wise ops) fails in FuseTIR one time in four, always

@@ -42,6 +42,7 @@ def attention_file(tmp_path_factory):
     return onnx_file(model, inputs, tmp_path_factory.mktemp("onnx") / "attention.onnx"), inputs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["greedy", "saturate"])
 def test_an_onnx_cnn_with_batch_norms_optimizes_to_onnxruntimes_outputs(cnn_file, mode):
     path, inputs = cnn_file
@@ -56,6 +57,7 @@ def test_an_onnx_cnn_with_batch_norms_optimizes_to_onnxruntimes_outputs(cnn_file
     assert_close(result.workload(**feed), onnxruntime_outputs(path, feed))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["greedy", "saturate"])
 def test_an_onnx_attention_block_optimizes_to_onnxruntimes_outputs(attention_file, mode):
     path, inputs = attention_file
@@ -162,6 +164,7 @@ def test_an_exported_program_imports_with_its_weights_as_parameters():
         Workload.from_exported_program(model)
 
 
+@pytest.mark.slow
 def test_an_exported_program_with_a_dynamic_batch_is_bound():
     from gsl_eq.workload.importers import symbolic_dims
     from tvm.relax.frontend.torch import from_exported_program

@@ -30,6 +30,7 @@ def run_file(path: Path, device: str = "cpu"):
     return [o.numpy() for o in (out if isinstance(out, tuple) else (out,))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["squeezenet", "nasrnn", "bert"])
 def test_the_runner_computes_what_tvm_computes(tmp_path, model):
     wl = models.tensat_model(model) if model != "bert" else models.bert_encoder(layers=2, seq=16, dim=48, heads=3)
@@ -42,6 +43,7 @@ def test_the_runner_computes_what_tvm_computes(tmp_path, model):
         np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4 * float(np.abs(e).max()))
 
 
+@pytest.mark.slow
 def test_weights_as_seeds_keep_files_small_and_draw_alike_in_input_and_result(tmp_path):
     wl = models.tensat_model("squeezenet")
     result = optimize(wl, rules.tensat(), cost=GPU(), node_limit=5_000, iter_limit=4, time_limit=30)
@@ -61,6 +63,7 @@ def test_weights_as_seeds_keep_files_small_and_draw_alike_in_input_and_result(tm
         export(wl, tmp_path / "x.json", params="random")
 
 
+@pytest.mark.slow
 def test_a_result_greedy_folded_step_by_step_comes_back_on_the_inputs_parameters():
     """Greedy mode folds after every rule: its result's parameters are folds of folds. Before its folds
     it computes them all again from the input's own parameters, and computes the same."""
@@ -94,6 +97,7 @@ def kit(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_the_kit_runs_on_the_cpu_with_the_copied_runner_alone(kit):
     done = subprocess.run([sys.executable, str(kit / "runner.py"), "--device", "cpu", "--rounds", "3",
                            "--out", str(kit / "timings.json")], capture_output=True, text=True, cwd=kit)
@@ -109,6 +113,7 @@ def test_the_kit_runs_on_the_cpu_with_the_copied_runner_alone(kit):
     assert all(k["seconds"] > 0 for k in timings["kernels"])
 
 
+@pytest.mark.slow
 def test_the_report_renders_a_recorded_run(kit):
     import gpu_truth
 

@@ -189,6 +189,7 @@ SAMPLE = ["ac_sum", "diamond_conv", "inception_block", "inception_network", "res
 RUN = {"diamond_conv", "nasrnn", "hf_bert"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SAMPLE)
 def test_the_zoo_saves_and_loads_back_equal(tmp_path, name, same_outputs):
     wl = model_registry()[name](**QUICK.get(name, {}))
@@ -207,6 +208,7 @@ def test_the_zoo_saves_and_loads_back_equal(tmp_path, name, same_outputs):
         same_outputs(wl, back)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transform", ["legalized", "fused"])
 def test_tir_functions_pass_the_check(transform):
     """A module of T.prim_func kernels (after LegalizeOps; then fused) passes the check and parses alike."""

@@ -68,6 +68,7 @@ def test_the_pytorch_form_computes_what_tvm_computes(op):
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5 * float(np.abs(e).max()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["bert", "nasrnn", "resnext50", "squeezenet"])
 def test_tensats_graphs_run_eagerly_as_tvm_runs_them(model):
     wl = models.tensat_resnext50(image_size=64, blocks=(1, 1, 1, 1)) if model == "resnext50" else models.tensat_model(model)

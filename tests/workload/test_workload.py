@@ -278,6 +278,7 @@ def test_random_integers_never_divide_by_zero():
     np.testing.assert_array_equal(remainder, inputs["a"] % wl.params["b"])
 
 
+@pytest.mark.slow
 def test_a_workload_pickles_through_its_graph_however_deep():
     import pickle
 
