@@ -53,3 +53,21 @@ def test_a_saturating_e_graph_runs_one_round_as_plain_saturation_does():
 def test_an_unknown_search_is_refused_with_the_choices():
     with pytest.raises(ValueError, match="unknown search 'mcts'; choose one of saturate, restart"):
         optimize(ac_sum(4), rules.algebraic(), search="mcts")
+
+
+ZOO_QUICK = ["bert", "nasrnn", "nasnet_a", "mobilenet_v2"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ZOO_QUICK)
+def test_restart_is_never_costlier_than_plain_saturation_on_the_zoo(name):
+    """At a node limit that stops several of them, the restart search's result costs no more than plain
+    saturation's, and computes what the input computes."""
+    from gsl_eq.models.registry import load_model
+
+    wl = load_model(name, quick=True)
+    options = dict(cost="gpu", node_limit=4_000, iter_limit=15, time_limit=30)
+    plain = optimize(wl, rules.default() + rules.algebraic(), **options).report
+    result = optimize(wl, rules.default() + rules.algebraic(), search="restart", **options)
+    assert result.report.cost_after <= plain.cost_after * (1 + 1e-9)
+    assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-5)
