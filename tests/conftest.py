@@ -30,32 +30,6 @@ def assert_same_outputs(a: Workload, b: Workload, rtol: float = 1e-5, atol: floa
         np.testing.assert_allclose(v, u, rtol=rtol, atol=atol)
 
 
-#: The slowest tests of tests/test_cli.py and tests/test_docs.py, marked ``slow`` here by name: those two
-#: files are kept by other hands (a name here that no longer exists marks nothing).
-SLOW_ELSEWHERE = {
-    "tests/test_cli.py": {
-        "test_demo_shows_tensats_bert_beside_tensats_figure_and_saturation_beating_every_greedy_ordering",
-        "test_output_to_a_pipe_has_no_progress_bars_blank_lines_or_escape_codes",
-        "test_every_package_export_still_imports",
-        "test_optimize_with_measured_selection_prints_every_candidate",
-        "test_optimize_takes_a_models_small_version",
-        "test_optimize_reads_back_what_it_wrote_for_another_pass",
-    },
-    "tests/test_docs.py": {
-        "test_the_readmes_examples_run",
-        "test_the_cost_model_of_your_own_prices_both_modes_and_the_result_computes_the_same",
-        "test_each_tutorial_runs_as_written[tensat-table]",
-    },
-}
-
-
-@pytest.hookimpl(tryfirst=True)  # before -m deselects
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.name in SLOW_ELSEWHERE.get(item.nodeid.split("::")[0], ()):
-            item.add_marker(pytest.mark.slow)
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--fuzz-long", action="store_true", help="run the differential fuzzer on 1000 random graphs")
 

@@ -101,6 +101,7 @@ def test_the_names_help_lists_are_the_librarys():
         assert cli.rule_set_name(name) == name
 
 
+@pytest.mark.slow
 def test_every_package_export_still_imports():
     code = ("import gsl_eq, gsl_eq.optimizer, inspect\n"
             "for name in gsl_eq.__all__:\n    exec(f'from gsl_eq import {name}')\n"
@@ -127,6 +128,7 @@ def demo_rows(out: str, model: str) -> list[dict]:
     return rows
 
 
+@pytest.mark.slow
 def test_demo_shows_tensats_bert_beside_tensats_figure_and_saturation_beating_every_greedy_ordering(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
@@ -174,6 +176,7 @@ def test_optimize_writes_a_module_tvm_parses_back_and_a_json_report(tmp_path, ca
     check_clean(out)
 
 
+@pytest.mark.slow
 def test_optimize_reads_back_what_it_wrote_for_another_pass(tmp_path, capsys):
     """A PyTorch import keeps constants TVMScript writes to metadata only (position ids): the
     written file holds them as parameters, and optimize takes the file as a model."""
@@ -257,6 +260,7 @@ def test_greedy_mode_runs_tensats_connected_rules_and_says_which_it_leaves_out(t
     assert json.loads(report.read_text())["mode"] == "greedy"
 
 
+@pytest.mark.slow
 def test_optimize_takes_a_models_small_version(tmp_path, capsys):
     """--quick builds the model as gsl-eq sweep --quick and the benchmarks do (QUICK: NasRNN of 2 steps)."""
     from gsl_eq.models.registry import QUICK, load_model
@@ -295,6 +299,7 @@ def test_orderings_prints_every_ordering_and_saturation(tmp_path, capsys):
     check_clean(out)
 
 
+@pytest.mark.slow
 def test_output_to_a_pipe_has_no_progress_bars_blank_lines_or_escape_codes(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")}
     env["TERM"] = "xterm-256color"  # a terminal that takes colors, but stdout is a pipe
@@ -389,6 +394,7 @@ def test_explain_names_each_place_and_its_reason(capsys):
     assert place["pattern"].startswith("Wildcard (conv.py:")
 
 
+@pytest.mark.slow
 def test_optimize_with_measured_selection_prints_every_candidate(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("GSL_EQ_CACHE", str(tmp_path / "cache"))
     module, report = tmp_path / "out.py", tmp_path / "report.json"

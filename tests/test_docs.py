@@ -35,6 +35,7 @@ def nav_pages(section: str) -> list[Path]:
     return [DOCS / page for entry in entries for page in entry.values()]
 
 
+@pytest.mark.slow
 def test_the_readmes_examples_run(tmp_path, monkeypatch):
     import numpy as np
 
@@ -57,7 +58,12 @@ def test_the_readmes_examples_run(tmp_path, monkeypatch):
 TUTORIALS = nav_pages("Tutorials")
 
 
-@pytest.mark.parametrize("page", TUTORIALS, ids=[page.stem for page in TUTORIALS])
+#: Tutorials too slow for the quick run (``-m "not slow"``).
+SLOW_TUTORIALS = {"tensat-table"}
+
+
+@pytest.mark.parametrize("page", [pytest.param(page, id=page.stem, marks=[pytest.mark.slow] * (page.stem in SLOW_TUTORIALS))
+                                  for page in TUTORIALS])
 def test_each_tutorial_runs_as_written(page, tmp_path, monkeypatch):
     """A tutorial checks its own numbers (its asserts); here its blocks run in order, in a fresh scope."""
     monkeypatch.chdir(tmp_path)
@@ -97,6 +103,7 @@ def test_the_documentation_builds_without_warnings(tmp_path):
         assert f'id="{name}"' in api, name
 
 
+@pytest.mark.slow
 def test_the_cost_model_of_your_own_prices_both_modes_and_the_result_computes_the_same():
     import numpy as np
 
