@@ -2,7 +2,7 @@
 
 1. *tensat*: TENSAT's seven graphs under TENSAT's settings and rules (``rules.tensat()``), the gpu model,
    the same time limit; beside the MCTS follow-up's gain over its own TENSAT run (arXiv 2410.05534).
-2. *zoo*: the zoo's networks whose e-graphs fill the node limit under ``tensat+default`` with
+2. *zoo*: the zoo's networks whose e-graphs stop at a limit under ``tensat+default`` with
    multi-pattern rules in every iteration (BENCHMARKS.md's tensat-table), same model and limits.
 
 Each run in its own process, its result checked against the input numerically.
@@ -24,7 +24,7 @@ from run import max_diff  # noqa: E402
 from tensat_table import MCTS, MODELS, MULTI_ITERATIONS, SETTINGS, gpu_model  # noqa: E402
 
 SEARCHES = ("saturate", "restart")
-#: The zoo's networks whose e-graphs stop at the node limit under tensat+default (BENCHMARKS.md, tensat-table).
+#: The zoo's networks whose e-graphs stop at a limit under tensat+default (BENCHMARKS.md, tensat-table).
 ZOO_AT_LIMIT = ("nasrnn", "resnext50", "nasnet_a", "inception_v3")
 
 
