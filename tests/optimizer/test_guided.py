@@ -70,4 +70,5 @@ def test_restart_is_never_costlier_than_plain_saturation_on_the_zoo(name):
     plain = optimize(wl, rules.default() + rules.algebraic(), **options).report
     result = optimize(wl, rules.default() + rules.algebraic(), search="restart", **options)
     assert result.report.cost_after <= plain.cost_after * (1 + 1e-9)
-    assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-5)
+    # the algebraic rules reassociate float32 sums: outputs of up to about 100 agree to about 1e-5 of that
+    assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-3)
