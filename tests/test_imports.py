@@ -21,6 +21,7 @@ LAYERED = [
     ("measure", "workload", "models"),       # kernels timed, the workload built and run, models to try
     ("frontend", "rules"),                   # the GSL language and the rule library
     ("greedy", "soundness"),                 # greedy mode, and rules checked numerically
+    ("proof",),                              # the steps from input to result, replayed and checked
     ("egraph",),                             # saturate mode
     ("extract", "cost"),                     # extraction and the cost models that price it
     ("pages",),                              # reports

@@ -21,7 +21,7 @@ from typing import Hashable, Mapping
 
 from .graph import Graph, Kind, Node
 
-__all__ = ["GraphDiff", "compare", "label", "merge_common", "structural_key"]
+__all__ = ["GraphDiff", "compare", "label", "merge_common", "node_key", "node_keys", "structural_key"]
 
 #: The most rounds of forward and backward pairing; each round pairs along a whole graph.
 ROUNDS = 8
@@ -127,6 +127,44 @@ def merge_common(graph: Graph) -> Graph:
         if twin is not node and node.kind is not Kind.VAR:
             mapping[node] = twin
     return graph.replace(mapping) if mapping else graph
+
+
+def node_keys(graph: Graph) -> dict[Node, int]:
+    """Each node's :func:`structural_key`-style hash: its :func:`label` and its inputs' hashes, so
+    nodes built apart but alike, in one graph or two, have one key.
+
+    Parameters
+    ----------
+    graph
+        The graph.
+    """
+    return _node_keys(graph, {node: label(node) for node in graph.rpo()})
+
+
+def node_key(node: Node, keys: dict[Node, int]) -> int:
+    """The :func:`node_keys` hash of ``node``, a node built on nodes ``keys`` has, filling ``keys``
+    with it and with the new nodes it reads.
+
+    Parameters
+    ----------
+    node
+        The node.
+    keys
+        Hashes of nodes known already (filled further).
+    """
+    stack = [node]
+    while stack:
+        top = stack[-1]
+        if top in keys:
+            stack.pop()
+            continue
+        missing = [i for i in top.inputs if i not in keys]
+        if missing:
+            stack.extend(missing)
+            continue
+        stack.pop()
+        keys[top] = hash((label(top), tuple(keys[i] for i in top.inputs)))
+    return keys[node]
 
 
 def _node_keys(graph: Graph, labels: Mapping[Node, Hashable]) -> dict[Node, int]:

@@ -303,7 +303,8 @@ class Graph:
         """How many calls of each op the graph holds."""
         return Counter(n.op for n in self.rpo() if n.kind is Kind.CALL)
 
-    def replace(self, mapping: Mapping[Node, Node], inputs: Iterable[Node] | None = None) -> "Graph":
+    def replace(self, mapping: Mapping[Node, Node], inputs: Iterable[Node] | None = None,
+                memo: dict[Node, Node] | None = None) -> "Graph":
         """A new graph where each key of ``mapping`` is replaced by its value.
 
         Every node reading a replaced node, in the graph or inside another
@@ -316,6 +317,9 @@ class Graph:
             Replacements: each node by a node of the same type.
         inputs
             The new parameter list; None: the current one.
+        memo
+            A dictionary to fill with each node the outputs reach and its node in the new graph
+            (a replaced node's is its replacement's); None: none kept.
 
         Raises
         ------
@@ -327,7 +331,7 @@ class Graph:
         for old, new in mapping.items():
             if old.type != new.type:
                 raise TypeError(f"replacing {old} of type {old.type} by {new} of type {new.type}")
-        memo: dict[Node, Node] = {}
+        memo = {} if memo is None else memo
         open_nodes: set[Node] = set()
         # Post-order over the graph in which a replaced node's only predecessor is its replacement.
         stack = [(o, False) for o in reversed(self.outputs)]

@@ -98,9 +98,14 @@ class Scope:
 
 
 class Matcher:
-    """Finds non-overlapping matches of one rule in one graph, in reverse post-order."""
+    """Finds non-overlapping matches of one rule in one graph, in reverse post-order.
 
-    def __init__(self, rule: Subst, graph: Graph):
+    With ``shared_inner`` a match's inner nodes may have readers outside it (condition 4 is not
+    asked): its rewrite replaces only its outputs and leaves the inner nodes to those readers, as
+    an e-graph keeps them. A proof's steps replay saturate mode's results so (:mod:`gsl_eq.proof`).
+    """
+
+    def __init__(self, rule: Subst, graph: Graph, shared_inner: bool = False):
         self.rule = rule
         self.graph = graph
         self.succ = graph.successors()
@@ -108,6 +113,7 @@ class Matcher:
         self.inputs = frozenset(rule.source.inputs)
         self.consumed: set[Node] = set()  # non-input nodes of earlier matches
         self.m = Match()
+        self.shared_inner = shared_inner
         #: When a list, every failed attempt is recorded in it (see :class:`Failure`).
         self.failures: list[Failure] | None = None
 
@@ -270,6 +276,8 @@ class Matcher:
 
     def _closed(self) -> bool:
         """Condition 4 of f: inner nodes have no successor outside the match, and are not returned."""
+        if self.shared_inner:
+            return True
         outputs = set(self.m.outputs)
         for p, node in matched_nodes(self.m):
             if p in self.inputs or node in outputs:

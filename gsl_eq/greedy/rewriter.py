@@ -194,6 +194,28 @@ def build_target(rule: Subst, m: Match) -> TargetBuilder | Rejection:
     return builder
 
 
+@dataclass(frozen=True)
+class Rewrites:
+    """One pass's rewrites, for a proof (:mod:`gsl_eq.proof`): the rule, the graph the pass matched in,
+    and each match's source outputs, in the order the pass took them."""
+
+    rule: Subst
+    graph: Graph
+    outputs: tuple[tuple[Node, ...], ...]
+
+
+@dataclass(frozen=True)
+class Rebuilt:
+    """A change of the graph that no rule made, for a proof: ``kind`` ``"merge"`` (computations done
+    twice merged, :func:`~gsl_eq.graph.diff.merge_common`) or ``"fold"`` (parameters no longer read
+    dropped, then parameter computations folded where ``folded``, :func:`to_workload`)."""
+
+    kind: str
+    before: Graph
+    after: Graph
+    folded: bool = False
+
+
 class Ledger:
     """What a greedy run's rewrites left in its graph, and which matches it left alone: the report's
     "rules used" and "rejected" come from here.
@@ -212,7 +234,9 @@ class Ledger:
     same way), so a match refused again at every pass counts once.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, record: bool = False) -> None:
+        #: With ``record``: every batch of rewrites and every rebuild of the graph, in order, for a proof.
+        self.history: list[Rewrites | Rebuilt] | None = [] if record else None
         self.origins: dict[Node, frozenset[str]] = {}
         self.removals: set[str] = set()
         self.rejected: dict[str, dict[str, int]] = {}
@@ -325,6 +349,7 @@ def rewrite_once(
     position = {node: k for k, node in enumerate(graph.rpo())} if several else {}
     read_by: dict[Node, list[Node]] = {}  # a taken match's output -> what its target reads: the match's inputs
     added = 0
+    taken: list[tuple[Node, ...]] = []
 
     def reads_itself(m: Match, bound: list[Node]) -> bool:
         """Whether ``m``'s target, reading ``bound``, would read one of ``m``'s outputs, through
@@ -363,6 +388,7 @@ def rewrite_once(
             read_by.update((output, bound) for output in m.outputs)
         if ledger is not None:
             ledger.created(rule, existing, builder.targets)
+            taken.append(tuple(m.outputs))
         return True
 
     count, stopped = 0, None
@@ -376,6 +402,8 @@ def rewrite_once(
     rewritten = graph.replace(mapping)
     if ledger is not None:
         ledger.carry(graph, rewritten, mapping)
+        if ledger.history is not None:
+            ledger.history.append(Rewrites(rule, graph, tuple(taken)))
     return rewritten, count, stopped
 
 
@@ -520,6 +548,9 @@ class GreedyResult:
     passes: int = 0
     stop_reason: StopReason = StopReason.SATURATED
     origins: dict[Node, frozenset[str]] = field(default_factory=dict)
+    #: With ``record``: the passes' rewrites and the graph's rebuilds, in order (:class:`Rewrites`,
+    #: :class:`Rebuilt`), from ``wl``'s graph to ``workload``'s; :func:`gsl_eq.proof.of_greedy` makes them a proof.
+    history: list[Rewrites | Rebuilt] | None = None
 
     @property
     def converged(self) -> bool:
@@ -540,6 +571,7 @@ def greedy(
     max_passes: int = DEFAULT_MAX_PASSES,
     node_limit: int | None = DEFAULT_NODE_LIMIT,
     time_limit: float | None = None,
+    record: bool = False,
 ) -> GreedyResult:
     """Apply ``rules`` in order, each until it no longer matches, repeating the sequence (a
     round) until nothing changes. Computations done twice are merged first
@@ -579,6 +611,8 @@ def greedy(
         Nodes the graph may grow to; None: no limit.
     time_limit
         Seconds; None: no limit.
+    record
+        Keep every rewrite, in order, for a proof (``history``).
 
     Returns
     -------
@@ -599,7 +633,9 @@ def greedy(
     deadline = None if time_limit is None else time.perf_counter() + check_seconds("time_limit", time_limit)
     merged = merge_common(wl.graph)
     result = GreedyResult(wl if merged is wl.graph else to_workload(merged, wl, False), {rule.name: 0 for rule in rules})
-    ledger = Ledger()
+    ledger = Ledger(record)
+    if record and merged is not wl.graph:
+        ledger.history.append(Rebuilt("merge", wl.graph, result.workload.graph))
     reason = None
     seen = {structural_key(merged)}  # the graph at the end of each round
     while reason is None:
@@ -617,6 +653,10 @@ def greedy(
             if count:
                 result.workload = to_workload(graph, result.workload, fold_params, deadline)
                 ledger.carry(graph, result.workload.graph)
+                if record:
+                    names = {v.name for v in graph.inputs}
+                    made = any(v.name not in names for v in result.workload.graph.inputs)
+                    ledger.history.append(Rebuilt("fold", graph, result.workload.graph, folded=made))
                 result.fired[rule.name] += count
                 changed = True
             if stopped in (StopReason.NODE_LIMIT, StopReason.TIME_LIMIT):
@@ -633,4 +673,5 @@ def greedy(
     result.used = [rule.name for rule in rules if rule.name in used]
     result.rejected = ledger.rejected
     result.origins = dict(ledger.origins)
+    result.history = ledger.history
     return result

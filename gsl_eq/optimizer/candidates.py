@@ -17,26 +17,34 @@ import itertools
 import math
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
 from ..cost import CostModel, graph_cost
 from ..frontend import Subst
 from ..graph import Graph, Kind, Node
 from ..greedy.rewriter import GreedyResult, greedy
 from ..workload import Workload
-from .report import OptimizeReport
+from .report import Fallback, OptimizeReport
 from .verify import Reference
 
 if TYPE_CHECKING:
     from ..measure.schedule_db import ScheduleDatabase
+    from ..proof import Proof
+
+#: Makes the proof of a built candidate (:func:`built`).
+Prove = Callable[["Alternative"], "Proof"]
 
 
 class Alternative(NamedTuple):
-    """A graph optimize() may return: where it comes from, the workload, the rules it uses."""
+    """A graph optimize() may return: where it comes from, the workload, the rules it uses, and for a
+    graph greedy mode made, its recorded rewrites (:attr:`~gsl_eq.greedy.rewriter.GreedyResult.history`)."""
 
     label: str
     workload: Workload
     rules_used: list[str] | None
+    history: list | None = None
+    #: The workload as the search found it, once ``workload`` is its final build (:func:`built`).
+    found: Workload | None = None
 
 
 def reference_of(wl: Workload, report: OptimizeReport) -> Reference:
@@ -50,14 +58,14 @@ def reference_of(wl: Workload, report: OptimizeReport) -> Reference:
 
 
 def checked(options: Iterable[Alternative], before: float, model: CostModel, reference: Reference,
-             report: OptimizeReport, deadline: float = math.inf) -> Alternative | None:
+             report: OptimizeReport, deadline: float = math.inf, prove: Prove | None = None) -> Alternative | None:
     """The first of ``options`` that costs less than the input (``before``) and passes the check
     (:mod:`gsl_eq.optimizer.verify`), folded (:func:`final_build`), or None for the input; each one that fails is in
     ``report.fallbacks``. Past ``deadline`` no further option is tried, and none is folded whose fold is
     predicted (:meth:`~gsl_eq.workload.Workload.predicted_fold_seconds`) to take longer than the time kept for
     it (``report.fold_reserve``) and to end past ``deadline`` less the check's time, as the reference's took
     (:meth:`~gsl_eq.optimizer.verify.Reference.predicted_check_seconds`; TASO's rules fold products of weight matrices,
-    11 s for TENSAT's BERT): the input is returned."""
+    11 s for TENSAT's BERT): the input is returned. With ``prove``, each fallback's proof is made when asked for."""
     remaining = iter(options)
     while True:
         if report.fallbacks and time.perf_counter() >= deadline:  # before making the next option, too
@@ -78,14 +86,14 @@ def checked(options: Iterable[Alternative], before: float, model: CostModel, ref
                                 f"s left before the check; a limit of {math.ceil(report.time_limit + folding - left)} s "
                                 "would leave room for it): the input is returned")
             return None
-        option = option._replace(workload=final_build(option.workload, report.timings))
+        option = built(option, report.timings)
         reason = reference.mismatch(option.workload)
         if reason is None:
             if report.fallbacks:
                 report.notes.append(f"the result failed the check ({report.fallbacks[0]}): {option.label} is "
                                     "returned instead, the next cheapest that passes it")
             return option
-        report.fallbacks.append(f"{option.label}: {reason}")
+        report.fallbacks.append(fallback(option, reason, prove))
     if report.fallbacks:
         report.notes.append(f"the result failed the check ({report.fallbacks[0]}) and no other extraction "
                             "cheaper than the input passes it: the input is returned")
@@ -94,7 +102,7 @@ def checked(options: Iterable[Alternative], before: float, model: CostModel, ref
 
 def select_measured(wl: Workload, found: Iterable[Alternative], candidates: int,
                      schedules: "ScheduleDatabase | None", model: CostModel, reference: Reference,
-                     report: OptimizeReport) -> Alternative | None:
+                     report: OptimizeReport, prove: Prove | None = None) -> Alternative | None:
     """The fastest of the input and the distinct ``found`` graphs that pass the check
     (``candidates`` in all) as TVM runs them, or None for the input: a candidate is preferred to
     the input only if it runs faster beyond the noise under ``schedules`` and again under an
@@ -103,7 +111,7 @@ def select_measured(wl: Workload, found: Iterable[Alternative], candidates: int,
     from .selection import confirm, time_candidates
 
     t = time.perf_counter()
-    options = _distinct_checked(wl, found, candidates, reference, report)
+    options = _distinct_checked(wl, found, candidates, reference, report, prove)
     if schedules is None:  # the tvm cost model's kernels are those the candidates are built with
         schedules = getattr(model, "schedules", None) or ScheduleDatabase()
     if not options:
@@ -136,7 +144,7 @@ def select_measured(wl: Workload, found: Iterable[Alternative], candidates: int,
 
 
 def _distinct_checked(wl: Workload, found: Iterable[Alternative], candidates: int, reference: Reference,
-                      report: OptimizeReport) -> list[Alternative]:
+                      report: OptimizeReport, prove: Prove | None = None) -> list[Alternative]:
     """The input (where it builds) and the ``found`` graphs that pass the check, folded, ``candidates`` in
     all; a graph structurally equal to one before is that one, its label naming both."""
     import tvm_ffi
@@ -150,7 +158,7 @@ def _distinct_checked(wl: Workload, found: Iterable[Alternative], candidates: in
     for option in found:
         if len(pool) >= candidates:
             break
-        option = option._replace(workload=final_build(option.workload, report.timings))
+        option = built(option, report.timings)
         k = key(option.workload.mod)
         if k in pool:
             same = pool[k]
@@ -160,8 +168,13 @@ def _distinct_checked(wl: Workload, found: Iterable[Alternative], candidates: in
         if reason is None:
             pool[k] = option
         else:
-            report.fallbacks.append(f"{option.label}: {reason}")
+            report.fallbacks.append(fallback(option, reason, prove))
     return list(pool.values())
+
+
+def fallback(option: Alternative, reason: str, prove: Prove | None) -> Fallback:
+    """The report's entry for ``option`` (built), which failed the check for ``reason``, its proof made when asked for."""
+    return Fallback(f"{option.label}: {reason}", None if prove is None else functools.partial(prove, option))
 
 
 def greedy_rival(wl: Workload, rule_list: list[Subst], iter_limit: int, node_limit: int,
@@ -171,24 +184,24 @@ def greedy_rival(wl: Workload, rule_list: list[Subst], iter_limit: int, node_lim
     left = deadline - time.perf_counter()
     if not runnable or left <= 0:
         return None
-    return greedy(wl, runnable, max_rounds=iter_limit, node_limit=node_limit, time_limit=left)
+    return greedy(wl, runnable, max_rounds=iter_limit, node_limit=node_limit, time_limit=left, record=True)
 
 
 def against_greedy(out: Workload, others: Iterator[Alternative], rival: GreedyResult, model: CostModel,
-                    report: OptimizeReport) -> tuple[Workload, Iterator[Alternative], dict[Node, frozenset[str]]]:
+                    report: OptimizeReport) -> tuple[Workload, Iterator[Alternative], dict[Node, frozenset[str]], list | None]:
     """The extraction, or greedy mode's result where that costs less (the other then a candidate after
     it); greedy's result is a candidate after the extraction's others in any case."""
     folded = rival.workload.folded_graph()
     report.greedy_cost = graph_cost(folded, model)
-    greedy_option = Alternative("greedy mode's result", rival.workload, rival.used)
+    greedy_option = Alternative("greedy mode's result", rival.workload, rival.used, rival.history)
     if report.greedy_cost >= report.cost_after * (1 - 1e-9):
-        return out, itertools.chain(others, [greedy_option]), {}
+        return out, itertools.chain(others, [greedy_option]), {}, None
     report.notes.append(f"greedy mode's result with the same rules costs {report.greedy_cost:.6g} {report.cost_unit}, "
                         f"less than the extraction's {report.cost_after:.6g}: it is the result")
     extracted = Alternative("saturation's extraction", out, report.rules_used)
     report.greedy_result, report.rules_used = True, rival.used
     report.cost_after, report.calls_after = report.greedy_cost, calls(folded)
-    return rival.workload, itertools.chain([extracted], others), rival.origins
+    return rival.workload, itertools.chain([extracted], others), rival.origins, rival.history
 
 
 def greedy_runnable(rule_list: list[Subst], report: OptimizeReport) -> list[Subst]:
@@ -203,6 +216,11 @@ def greedy_runnable(rule_list: list[Subst], report: OptimizeReport) -> list[Subs
         report.notes.append(f"greedy mode leaves out {len(left_out)} of the {len(rule_list)} rules, whose source outputs "
                             f"share no node ({', '.join(rule.name for rule in left_out)}); saturate mode runs them")
     return runnable
+
+
+def built(option: Alternative, timings: dict[str, float]) -> Alternative:
+    """``option`` with its workload's final build (:func:`final_build`), the workload as found kept."""
+    return option._replace(workload=final_build(option.workload, timings), found=option.workload)
 
 
 def final_build(out: Workload, timings: dict[str, float]) -> Workload:

@@ -132,6 +132,50 @@ def roots(runner: Runner, snap: Snapshot) -> list[Hashable]:
     return [snap.handles[runner.handles[o]] for o in runner.graph.outputs]
 
 
+def settled(egraph: ExtractGraph, snap: Snapshot, choice: Mapping[Hashable, int], root_classes: list[Hashable]
+            ) -> dict[Hashable, int]:
+    """``choice`` with each e-class that folds for free taking its first-born free e-node (loaded
+    first): a folded computation costs nothing whichever form it takes, and the form a rule's target
+    first built is one a proof's steps build again (:mod:`gsl_eq.proof.goal`), not one that later
+    rules reassociated. ``choice`` itself where that would close a cycle."""
+    picked = dict(choice)
+    stack, seen = list(root_classes), set()
+    while stack:
+        cls = stack.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        row = egraph[cls]
+        if cls not in picked or cls in snap.foldable and row[picked[cls]].cost == 0:
+            free = [i for i, e in enumerate(row) if e.cost == 0 and all(c in snap.foldable for c in e.children)]
+            if cls not in snap.foldable or not free:  # a new child that does not fold: keep the choice
+                return dict(choice)
+            picked[cls] = min(free, key=lambda i: (max(snap.classes[cls][i].born, 0), i))
+        stack.extend(row[picked[cls]].children)
+    return picked if _acyclic(egraph, picked, root_classes) else dict(choice)
+
+
+def _acyclic(egraph: ExtractGraph, choice: Mapping[Hashable, int], root_classes: list[Hashable]) -> bool:
+    state: dict[Hashable, bool] = {}  # False: on the path; True: done
+    for root in root_classes:
+        stack = [(root, iter(egraph[root][choice[root]].children))]
+        if root in state:
+            continue
+        state[root] = False
+        while stack:
+            cls, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                state[cls] = True
+                stack.pop()
+            elif child not in state:
+                state[child] = False
+                stack.append((child, iter(egraph[child][choice[child]].children)))
+            elif state[child] is False:
+                return False
+    return True
+
+
 def rebuild(runner: Runner, snap: Snapshot, choice: Mapping[Hashable, int]) -> Graph:
     """The graph an extractor chose: for each needed e-class its chosen e-node, on the original inputs."""
     eg, graph = runner.egraph, runner.graph

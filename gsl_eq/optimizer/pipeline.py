@@ -38,8 +38,9 @@ from . import arguments
 from .arguments import Settings
 from .budget import Budget, fold_reserve
 from .candidates import (
-    Alternative, against_greedy, calls, checked, greedy_rival, greedy_runnable, reference_of, select_measured,
+    Alternative, Prove, against_greedy, calls, checked, greedy_rival, greedy_runnable, reference_of, select_measured,
 )
+from .proofs import Prover
 from .report import OptimizeReport, OptimizeResult
 from .guided import restart
 from .saturate import saturate
@@ -146,23 +147,26 @@ def optimize(
                                   ilp_time_limit, select, candidates, multi_iterations, cycles, search)
     model = arguments.cost_model(cost, schedules)
     rule_list = arguments.rule_list(rules, order)
-    wl, report, reference, budget = prepare(mod_or_workload, rule_list, model, settings, start)
+    given = arguments.as_workload(mod_or_workload)
+    wl, report, reference, budget = prepare(given, rule_list, model, settings, start)
     if settings.mode == "greedy":
         found = search_greedy(wl, rule_list, model, settings, budget, report)
     else:
         found = search_saturate(wl, rule_list, model, settings, budget, report, on_iteration)
-    chosen, origins = choose(wl, found, model, settings, schedules, reference, budget, report), found.origins
+    prover = Prover(given, wl, rule_list)
+    chosen = choose(wl, found, model, settings, schedules, reference, budget, report, prover.of)
+    origins = found.origins
     t = time.perf_counter()
     del found  # the last reference to the e-graph: egglog frees its tables and indexes, which cannot be foreseen
     report.timings["release"] = time.perf_counter() - t
-    return finish(wl, chosen, origins, model, report, start)
+    return finish(wl, chosen, origins, model, report, start, prover)
 
 
-def prepare(mod_or_workload: Workload | tvm.IRModule, rule_list: list[Subst], model: CostModel,
+def prepare(given: Workload, rule_list: list[Subst], model: CostModel,
             settings: Settings, start: float) -> tuple[Workload, OptimizeReport, Reference, Budget]:
     """The input folded and priced, the report begun, the input's reference outputs (what the result's are
     compared with) and the budget: the check's reserve is predicted from what the reference took."""
-    wl = arguments.as_workload(mod_or_workload).fold_params()
+    wl = given.fold_params()
     timings = {"fold": time.perf_counter() - start}
     t = time.perf_counter()
     before = graph_cost(wl.graph, model)
@@ -188,11 +192,12 @@ def prepare(mod_or_workload: Workload | tvm.IRModule, rule_list: list[Subst], mo
 
 class Found(NamedTuple):
     """What a search found: its result, the other graphs it offers (rebuilt as asked for), and which
-    rules made each node of the result (greedy mode's result only)."""
+    rules made each node of the result and the rewrites that made it (greedy mode's result only)."""
 
     workload: Workload
     others: Iterator[Alternative]
     origins: dict[Node, frozenset[str]]
+    history: list | None = None
 
 
 def search_greedy(wl: Workload, rule_list: list[Subst], model: CostModel, settings: Settings, budget: Budget,
@@ -202,7 +207,7 @@ def search_greedy(wl: Workload, rule_list: list[Subst], model: CostModel, settin
     t = time.perf_counter()
     limits = settings.limits
     result = greedy(wl, runnable, max_rounds=limits.iter_limit, node_limit=limits.node_limit,
-                    time_limit=max(budget.deadline - t, 1e-9))
+                    time_limit=max(budget.deadline - t, 1e-9), record=True)
     report.timings["rewrite"] = time.perf_counter() - t
     report.applications = {name: n for name, n in result.fired.items() if n}
     report.rules_used, report.rejected = result.used, result.rejected
@@ -214,7 +219,7 @@ def search_greedy(wl: Workload, rule_list: list[Subst], model: CostModel, settin
         report.notes.append(f"greedy rewriting stopped at the {result.stop_reason.value} after "
                             f"{result.rounds} rounds ({result.passes} passes)")
     _price_result(result.workload, model, report)
-    return Found(result.workload, iter(()), result.origins)
+    return Found(result.workload, iter(()), result.origins, result.history)
 
 
 def search_saturate(wl: Workload, rule_list: list[Subst], model: CostModel, settings: Settings, budget: Budget,
@@ -242,14 +247,14 @@ def _price_result(out: Workload, model: CostModel, report: OptimizeReport) -> No
 
 
 def choose(wl: Workload, found: Found, model: CostModel, settings: Settings, schedules: "ScheduleDatabase | None",
-           reference: Reference, budget: Budget, report: OptimizeReport) -> Alternative | None:
+           reference: Reference, budget: Budget, report: OptimizeReport, prove: Prove | None = None) -> Alternative | None:
     """The graph to return, checked and folded, or None for the input. Saturate mode changes the module
     only for a gain: among equal-cost choices the extractor's pick is arbitrary. With measured selection
     TVM's time decides instead."""
     before = report.cost_before
-    options = itertools.chain([Alternative("result", found.workload, report.rules_used)], found.others)
+    options = itertools.chain([Alternative("result", found.workload, report.rules_used, found.history)], found.others)
     if settings.select == "measured":
-        return select_measured(wl, options, settings.candidates, schedules, model, reference, report)
+        return select_measured(wl, options, settings.candidates, schedules, model, reference, report, prove)
     if not report.applications and report.cost_after >= before * (1 - 1e-9):
         report.notes.append("no rule rewrote anything: the input is returned")
         return None
@@ -258,14 +263,15 @@ def choose(wl: Workload, found: Found, model: CostModel, settings: Settings, sch
                             f"{before:.6g}: the input is returned, no rewrite is used")
         return None
     t, built = time.perf_counter(), report.timings.get("final build", 0.0)
-    chosen = checked(options, before, model, reference, report, budget.end)
+    chosen = checked(options, before, model, reference, report, budget.end, prove)
     report.timings["check"] = time.perf_counter() - t - (report.timings.get("final build", 0.0) - built)
     return chosen
 
 
 def finish(wl: Workload, chosen: Alternative | None, origins: dict[Node, frozenset[str]], model: CostModel,
-           report: OptimizeReport, start: float) -> OptimizeResult:
-    """The result: the chosen graph (or the input) with the report's costs and rules of what is returned."""
+           report: OptimizeReport, start: float, prover: Prover | None = None) -> OptimizeResult:
+    """The result: the chosen graph (or the input) with the report's costs and rules of what is returned,
+    and its proof, made when asked for."""
     if chosen is None:
         report.input_returned = True
         out, report.cost_after, report.calls_after, report.rules_used = wl, report.cost_before, report.calls_before, []
@@ -279,4 +285,5 @@ def finish(wl: Workload, chosen: Alternative | None, origins: dict[Node, frozens
                      for unfolded in out.unfolded if unfolded not in wl.unfolded]
     report.timings["total"] = time.perf_counter() - start
     kept = origins if chosen is not None and chosen.label == "result" else {}
-    return OptimizeResult(out, report, input=wl, cost=model, origins=kept)
+    prove = None if prover is None else functools.partial(prover.of, chosen)
+    return OptimizeResult(out, report, input=wl, cost=model, origins=kept, prove=prove)

@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import tvm
 
 from ..cost import MEASURING, CostModel, display_unit, speedup
 from ..graph import Node
 from ..workload import Workload
+
+if TYPE_CHECKING:
+    from ..proof import Proof
 
 
 @dataclass
@@ -79,7 +82,8 @@ class OptimizeReport:
     #: it was returned, and for the fastest and the input their times under the second draw of
     #: schedules (``second_draw``: label, seconds, rounds, seed) when one was needed.
     candidates: list[dict[str, Any]] = field(default_factory=list)
-    #: The graphs that failed the final check (``"label: reason"``), in the order they were tried.
+    #: The graphs that failed the final check (``"label: reason"``), in the order they were tried; each
+    #: a :class:`Fallback`, whose ``proof`` shows the steps that made it.
     fallbacks: list[str] = field(default_factory=list)
     #: With ``search="restart"``: each round's number, e-nodes, iterations, stop reason, extracted cost and
     #: extraction status, in order (:mod:`gsl_eq.optimizer.guided`).
@@ -157,6 +161,29 @@ class OptimizeReport:
         return capture.get()
 
 
+class Fallback(str):
+    """A graph that failed optimize()'s check, as the report names it (``"label: reason"``), with the
+    proof of how the search made it (made when first read; None where none can be made), so the
+    step that went wrong can be found: ``report.fallbacks[0].proof.check()``."""
+
+    def __new__(cls, text: str, prove: Callable[[], "Proof"] | None = None) -> "Fallback":
+        entry = super().__new__(cls, text)
+        entry._prove, entry._proof = prove, None
+        return entry
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:  # copied, pickled or made plain data: the text alone
+        return str, (str(self),)
+
+    def __deepcopy__(self, memo: dict) -> str:
+        return str(self)
+
+    @property
+    def proof(self) -> "Proof | None":
+        if self._proof is None and self._prove is not None:
+            self._proof = self._prove()
+        return self._proof
+
+
 @dataclass
 class OptimizeResult:
     """The optimized workload (``.workload``, ``.mod``) and what was done (``.report``).
@@ -172,10 +199,21 @@ class OptimizeResult:
     input: Workload | None = None
     cost: CostModel | None = field(default=None, repr=False)
     origins: dict[Node, frozenset[str]] = field(default_factory=dict, repr=False)
+    prove: Callable[[], "Proof"] | None = field(default=None, repr=False, compare=False)
+    _proof: "Proof | None" = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def mod(self) -> tvm.IRModule:
         return self.workload.mod
+
+    @property
+    def proof(self) -> "Proof | None":
+        """The steps from the input optimize() was given to :attr:`workload`, each a rule's rewrite, a
+        merge or a fold (:class:`gsl_eq.proof.Proof`): recorded by greedy mode, found afterwards
+        toward the extracted graph in saturate mode; made when first read."""
+        if self._proof is None and self.prove is not None:
+            self._proof = self.prove()
+        return self._proof
 
     def to_html(self, path: str | Path, title: str | None = None, max_nodes: int | None = 300) -> Path:
         """Write a self-contained page of this optimization to ``path`` and return it: the input and

@@ -25,7 +25,7 @@ from ..workload import Workload
 from .arguments import Settings
 from .budget import ATTRIBUTION_SECONDS_PER_ENODE, EXTRACTION_SECONDS_PER_ENODE, Budget
 from .candidates import Alternative
-from .choose import as_of, egglog_extract, priced, rebuild, roots, rules_used
+from .choose import as_of, egglog_extract, priced, rebuild, roots, rules_used, settled
 from .report import OptimizeReport
 
 #: Where saturation grew the e-graph past EARLY_GROWTH times EARLY_ENODES e-nodes, the exact extractor
@@ -65,6 +65,8 @@ def saturate(wl: Workload, rule_list: list[Subst], model: CostModel, settings: S
     snap = runner.egraph.snapshot()
     report.enodes, report.eclasses, report.extractor = snap.num_enodes, len(snap.classes), settings.extractor
     term = extract(runner, snap, model, settings, budget, report)
+    if term.egraph is not None:
+        term = term._replace(choice=settled(term.egraph, snap, term.choice, term.roots))
     graph = rebuild(runner, snap, term.choice)
     report.timings["extract"] = time.perf_counter() - t - term.pricing
     t = time.perf_counter()
@@ -227,7 +229,8 @@ def _others(wl: Workload, rule_list: list[Subst], runner: Runner, snap: Snapshot
         if picked in seen:  # the same graph again: not rebuilt (nor folded, which builds with TVM)
             continue
         seen.append(picked)
-        other = to_workload(rebuild(runner, snap, picked), wl, fold_params=False)
+        other = to_workload(rebuild(runner, snap, settled(term.egraph, snap, picked, term.roots)
+                                    if term.egraph is not None else picked), wl, fold_params=False)
         yield Alternative(label, other, rule_names(rule_list, rules_used(runner, snap, picked)))
 
 

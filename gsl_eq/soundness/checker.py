@@ -273,7 +273,7 @@ def _check_instance(rule: Subst, instance: Instance, seed: int) -> Rejection | W
         return _Failure(f"the rewrite fails where the source runs: {str(err).strip().splitlines()[-1]}", float("inf"))
     worst: _Failure | None = None
     for k, (u, v) in enumerate(zip(expected, actual)):
-        diff = _difference(u, v)
+        diff = difference(u, v)
         if diff is not None and (worst is None or diff > worst.difference):
             worst = _Failure(f"output {k}: {_describe(u, v, diff)}", diff)
     return worst
@@ -283,7 +283,7 @@ def _outputs(value: Any) -> tuple[np.ndarray, ...]:
     return (value,) if isinstance(value, np.ndarray) else tuple(value)
 
 
-def _difference(expected: np.ndarray, actual: np.ndarray) -> float | None:
+def difference(expected: np.ndarray, actual: np.ndarray) -> float | None:
     """None if ``actual`` equals ``expected`` within the dtype's tolerance, else the largest difference."""
     if expected.shape != actual.shape or expected.dtype != actual.dtype:
         return float("inf")

@@ -1,0 +1,40 @@
+"""The proof of each graph optimize() may return, made when it is asked for (:mod:`gsl_eq.proof`).
+
+A graph greedy mode made carries its recorded history; one extracted from the e-graph has its steps
+found afterwards, toward it (:func:`gsl_eq.proof.of_goal`). Nothing is derived unless
+``result.proof`` or a fallback's ``proof`` is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ..frontend import Subst
+from ..proof import Proof, of_goal, of_greedy
+from ..workload import Workload
+from .candidates import Alternative
+
+
+@dataclass
+class Prover:
+    """What any candidate's proof starts from: the workload optimize() was given, that workload
+    folded (the searches' input), and the rules."""
+
+    start: Workload
+    folded: Workload
+    rules: Sequence[Subst]
+    _made: dict[int, Proof] = field(default_factory=dict, repr=False)
+
+    def of(self, option: Alternative | None) -> Proof:
+        """The proof of ``option``, built (:func:`~.candidates.built`); None: of the input, returned."""
+        if option is None:
+            return of_greedy(self.start, self.folded, [], self.folded)
+        key = id(option.workload)
+        if key not in self._made:
+            found = option.found if option.found is not None else option.workload
+            if option.history is not None:
+                self._made[key] = of_greedy(self.start, self.folded, option.history, option.workload)
+            else:
+                self._made[key] = of_goal(self.start, self.folded, found, self.rules, option.workload)
+        return self._made[key]
