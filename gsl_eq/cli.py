@@ -460,8 +460,9 @@ def run_optimize(console: Console, args: argparse.Namespace) -> int:
         console.print(f"numeric check: max |diff| = {diff:.1e}")
     page = f", {result.to_html(args.html, title=f'gsl_eq optimize: {stem}, {args.rules} rules, {args.mode} mode')} " \
         "(page)" if args.html else ""
+    proof = f", {result.proof.save(args.proof)} (proof: {result.proof.summary()})" if args.proof else ""
     console.print(f"wrote {out} (TVMScript), {params} (parameters), "
-                  f"{report_path} (report, costs in {report.cost_unit}){page}")
+                  f"{report_path} (report, costs in {report.cost_unit}){page}{proof}")
     return 0
 
 
@@ -703,6 +704,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "changed nodes marked, the rules used, cost per op kind, the e-graph's growth, timings")
     opt.add_argument("--check", action="store_true",
                      help="run the original and the optimized module on random inputs and print the largest difference")
+    opt.add_argument("--proof", metavar="FILE",
+                     help="write the steps from the input to the result, one JSON object per line: each rule's "
+                          "rewrite (the rule, its file and line, the nodes it matched and made), merge and fold")
     order = sub.choices["orderings"]
     order.add_argument("-n", type=int, default=d["n"], metavar="N",
                        help=f"orderings to try; every permutation when there are fewer (default: {d['n']})")
@@ -815,7 +819,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: The options that name a file to write.
-OUTPUT_OPTIONS = ("output", "report", "html", "plot")
+OUTPUT_OPTIONS = ("output", "report", "html", "plot", "proof")
 
 
 def check_output_paths(args: argparse.Namespace) -> None:

@@ -470,3 +470,17 @@ def test_measured_selection_of_one_candidate_is_refused(capsys):
     with pytest.raises(SystemExit):
         main(["optimize", "diamond_conv", "--select", "measured", "--schedule-samples", "0"])
     assert "--schedule-samples: expected a positive integer, got '0'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mode", ["greedy", "saturate"])
+def test_optimize_writes_its_proof_one_step_per_line(tmp_path, capsys, mode):
+    proof = tmp_path / "steps.jsonl"
+    assert main(["optimize", "inception_block", "--mode", mode, "-o", str(tmp_path / "out.py"), "--report",
+                 str(tmp_path / "r.json"), "--proof", str(proof)]) == 0
+    steps = [json.loads(line) for line in proof.read_text().splitlines()]
+    assert [s["step"] for s in steps] == list(range(1, len(steps) + 1))
+    rewrites = [s for s in steps if s["kind"] == "rule"]
+    assert rewrites and all(s["made"] and s["where"] for s in rewrites)
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert {s["rule"] for s in rewrites} <= set(data["applications"])
+    assert f"{proof} (proof: {len(steps)} steps" in capsys.readouterr().out.replace("\n", "")

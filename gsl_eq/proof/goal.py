@@ -16,7 +16,7 @@ from typing import Sequence
 
 from ..frontend import Subst
 from ..graph import Graph, Node
-from ..graph.diff import label, merge_common, node_key, node_keys
+from ..graph.diff import label, merge_common, node_key, node_keys, structural_key
 from ..greedy.match import Match, Matcher
 from ..greedy.rewriter import Rejection, build_target
 from .record import sequenced
@@ -45,7 +45,11 @@ def derive(start: Graph, goal: Graph, rules: Sequence[Subst], deadline: float | 
     if current is not start:
         steps.append(Step("merge", current))
     runnable = [rule for rule in rules if rule.connected]
+    seen: set[int] = set()
     while True:
+        if structural_key(current) in seen:
+            return steps, current, "the rules came back to a graph the steps had made before"
+        seen.add(structural_key(current))
         keys = node_keys(current)
         places = aim.places(current, keys)
         if not places:
@@ -76,25 +80,42 @@ class _Goal:
     def __init__(self, goal: Graph):
         self.graph = goal
         self.keys = node_keys(goal)
+        self.held = set(self.keys.values())
         self.size: dict[Node, int] = {}
         for node in goal.rpo():
             self.size[node] = min(1 + sum(self.size[i] for i in node.inputs), 1 << 30)
 
-    def places(self, graph: Graph, keys: dict[Node, int]) -> dict[Node, Node]:
+    def places(self, graph: Graph, keys: dict[Node, int]) -> dict[Node, Node | None]:
         """Each node of ``graph`` that differs from the goal's node in its place, with that node: places
-        pair from the outputs down, through nodes alike but for their inputs."""
-        found: dict[Node, Node] = {}
-        seen: set[Node] = set()
-        stack = list(zip(graph.outputs, self.graph.outputs))
+        pair from the outputs down, through nodes alike but for their inputs. Below a node unlike the
+        goal's, the nodes the goal does not hold anywhere are places of no goal node (None)."""
+        found: dict[Node, Node | None] = {}
+        stack: list[tuple[Node, Node | None]] = list(zip(graph.outputs, self.graph.outputs))
         while stack:
             node, want = stack.pop()
-            if node in seen or keys[node] == self.keys[want]:
+            if node in found or (keys[node] == self.keys[want] if want is not None else keys[node] in self.held):
                 continue
-            seen.add(node)
             found[node] = want
-            if label(node) == label(want) and len(node.inputs) == len(want.inputs):
+            if want is not None and label(node) == label(want) and len(node.inputs) == len(want.inputs):
                 stack.extend(zip(node.inputs, want.inputs))
+            else:
+                stack.extend((i, None) for i in node.inputs)
         return found
+
+    def gain(self, node: Node, target: Node, want: Node | None, keys: dict[Node, int], existing: dict[Node, int]) -> int:
+        """How much closer ``target`` is than ``node`` to ``want``; in a place of no goal node, how many
+        of the nodes ``target`` newly builds the goal holds."""
+        if want is not None:
+            return self.closeness(target, want, keys) - self.closeness(node, want, keys)
+        made, stack, seen = 0, [target], set()
+        while stack:
+            n = stack.pop()
+            if n in seen or n in existing:  # a node of the graph: not built
+                continue
+            seen.add(n)
+            made += node_key(n, keys) in self.held
+            stack.extend(n.inputs)
+        return made
 
     def closeness(self, node: Node, want: Node, keys: dict[Node, int]) -> int:
         """How much of ``want``'s tree ``node`` agrees with, from the top down."""
@@ -122,8 +143,7 @@ def _toward(graph: Graph, rule: Subst, keys: dict[Node, int], places: dict[Node,
         built = build_target(rule, m)
         if isinstance(built, Rejection):
             return False
-        gains = [aim.closeness(built.targets[k], places[o], scratch) - aim.closeness(o, places[o], scratch)
-                 for o, k in placed]
+        gains = [aim.gain(o, built.targets[k], places[o], scratch, keys) for o, k in placed]
         return sum(gains) > 0 and min(gains) >= 0
 
     return [tuple(m.outputs) for m in Matcher(rule, graph, shared_inner=True).matches(accept)]
