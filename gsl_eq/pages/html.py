@@ -45,6 +45,8 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
             vertical-align: -3px; margin-right: 4px; }
 .note { font-size: 13px; color: #495057; }
 .muted { color: #868e96; }
+ol.proof { font-size: 13px; margin: 6px 0; padding-left: 36px; }
+g.node:target polygon, g.node:target ellipse, g.node:target path { stroke: #d6336c; stroke-width: 4px; }
 """
 
 

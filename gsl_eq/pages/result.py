@@ -6,15 +6,16 @@
 The input and the result are drawn side by side (:mod:`gsl_eq.graph.drawing`), the nodes the
 rewrite made or rewired marked in the result and those it removed marked in the input
 (:mod:`gsl_eq.graph.diff`); hovering a node gives its op, shape and cost. Then the
-rules the result uses and what each did, the cost of each op kind before and after
-under the run's cost model, the e-graph's growth per iteration and why it stopped
+rules the result uses and what each did, the proof's steps (:mod:`gsl_eq.proof`), each rule
+step linked to the nodes it made in the result's drawing, the cost of each op kind before and
+after under the run's cost model, the e-graph's growth per iteration and why it stopped
 (saturate mode), the extraction and the time of each phase.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 from ..graph.drawing import MARKS, Drawing, draw
 from ..cost.model import CostModel, display_unit, get_cost_model, speedup
@@ -22,16 +23,23 @@ from ..graph import Graph, Kind, Node
 from ..graph.diff import GraphDiff, compare
 from .html import Page, bar_chart, cards, esc, fmt, inline_svg, table
 
-__all__ = ["MAX_NODES", "Optimized", "op_costs", "result_page"]
+if TYPE_CHECKING:
+    from ..proof import Proof
+
+__all__ = ["MAX_NODES", "MAX_STEPS", "Optimized", "op_costs", "result_page"]
 
 
 class Optimized(Protocol):
     """What a result page reads: an :class:`~gsl_eq.optimizer.OptimizeResult` (pages come before the
-    optimizer, so they name its shape, not its class). ``input``, ``cost`` and ``origins`` are read
-    where present."""
+    optimizer, so they name its shape, not its class). ``input``, ``cost``, ``origins`` and ``proof``
+    are read where present."""
 
     report: Any  # an OptimizeReport
     workload: Any  # the Workload returned
+    proof: "Proof | None"  # made when first read
+
+#: The most proof steps a page lists.
+MAX_STEPS = 200
 
 #: Graphs with more nodes than this are drawn reduced: repeated blocks folded, then only the
 #: changed neighbourhoods (see :mod:`gsl_eq.graph.drawing`).
@@ -67,8 +75,15 @@ def result_page(result: Optimized, title: str | None = None, cost: CostModel | s
     page = Page(title or f"gsl_eq optimize: {report.mode} mode",
                 f"{report.cost_model} cost model, costs in {unit}; speedup = before / after")
     page.add("", _cards(report, unit, factor, diff))
-    page.add("The model before and after", *_drawings(before, after, diff, model, unit, factor, origins, max_nodes))
+    parts, drawing = _drawings(before, after, diff, model, unit, factor, origins, max_nodes)
+    page.add("The model before and after", *parts)
     page.add("Rules", *_rules(report, origins, diff))
+    try:
+        proof = getattr(result, "proof", None)
+    except Exception:  # a proof that cannot be derived leaves its section out
+        proof = None
+    if proof is not None:
+        page.add("Proof", *_proof(proof, after.graph, drawing))
     page.add("Cost per op kind", *_costs(before, after, model, report, unit, factor))
     if report.mode == "saturate":
         page.add("The e-graph's growth", *_growth(report))
@@ -100,7 +115,7 @@ def _cards(report: Any, unit: str, factor: float, diff: GraphDiff | None) -> str
 
 
 def _drawings(before: Any, after: Any, diff: GraphDiff | None, model: CostModel | None, unit: str, factor: float,
-              origins: Mapping[Node, frozenset[str]], max_nodes: int | None) -> list[str]:
+              origins: Mapping[Node, frozenset[str]], max_nodes: int | None) -> tuple[list[str], Drawing]:
     legend = '<p class="legend">' + "".join(
         f'<span><i style="background:{fill};border-color:{border}"></i>{esc(mark)}: {esc(text)}</span>'
         for mark, (fill, border, text) in MARKS.items()) + \
@@ -126,7 +141,7 @@ def _drawings(before: Any, after: Any, diff: GraphDiff | None, model: CostModel 
                    max_nodes=max_nodes, name="result", prefix="out")
     panels.append(_panel("result", drawing))
     parts.append(f'<div class="pair">{"".join(panels)}</div>')
-    return parts
+    return parts, drawing
 
 
 def _panel(name: str, drawing: Drawing) -> str:
@@ -157,6 +172,35 @@ def _rules(report: Any, origins: Mapping[Node, frozenset[str]], diff: GraphDiff 
         parts.append('<p class="note">Where: saturate mode knows which rules the extracted graph relies on '
                      "(\"in the result\"), not which node each rule built; the marked nodes come from comparing "
                      "the input and the result.</p>")
+    return parts
+
+
+def _proof(proof: "Proof", final: Graph, drawing: Drawing) -> list[str]:
+    steps = proof.steps[:MAX_STEPS]
+    ends = _ends_of_made(proof, final, len(steps))
+    boxes = {node: _box_id(drawing, i) for i, node in enumerate(final.rpo())}
+    items = []
+    for k, step in enumerate(steps):
+        if step.kind != "rule":
+            items.append(f"<li>{esc(step.kind)}: " + ("computations done twice merged" if step.kind == "merge" else
+                                                     "parameters no longer read dropped, parameter computations "
+                                                     "folded") + "</li>")
+            continue
+        order, links, gone = step.after.rpo(), [], 0
+        for j, i in enumerate(step.made):
+            end = ends.get((k, j))
+            gone += end is None
+            box = boxes.get(end)
+            what = esc(_what(order[i]))
+            links.append(f'<a href="#{box}">{what}</a>' if box else what if end is None else f"{what} (not drawn)")
+        made = ", made " + ", ".join(links) if links else ", made no node"
+        if gone:
+            made += f" ({'' if gone == len(links) else f'{gone} of {len(links)} '}rewritten by a later step)"
+        items.append(f"<li>rule <b>{esc(step.name)}</b> ({esc(step.where)}){made}</li>")
+    parts = [f'<p class="note">{esc(proof.summary())}. Each rule step links the nodes it made that are in the '
+             "result to the result's drawing.</p>", '<ol class="proof">' + "".join(items) + "</ol>"]
+    if len(proof.steps) > len(steps):
+        parts.append(f'<p class="note">{len(proof.steps) - len(steps)} more steps not listed.</p>')
     return parts
 
 
@@ -245,6 +289,53 @@ def _kind(node: Node) -> str:
 
 def _price(node: Node, model: CostModel) -> float:
     return float(model(node.op, node.attrs, [i.type for i in node.inputs], node.type))
+
+
+def _what(node: Node) -> str:
+    return _kind(node) if node.kind is Kind.CALL else node.kind.value
+
+
+def _box_id(drawing: Drawing, position: int, prefix: str = "out") -> str | None:
+    """The id of the box that draws the node at ``position`` of the drawn graph's reverse post-order."""
+    box = f"{prefix}{position}"
+    for k, fold in enumerate(drawing.folds):
+        if fold.start + fold.period <= position < fold.start + fold.period * fold.copies:
+            box = f"{prefix}f{k}"
+    return box if box in drawing.boxes else None
+
+
+def _ends_of_made(proof: "Proof", final: Graph, count: int) -> dict[tuple[int, int], Node]:
+    """The node of ``final`` that the ``j``-th node made by step ``k`` became, by ``(k, j)``, for the
+    first ``count`` steps; a node a later step rewrote away has none."""
+    ends: dict[tuple[int, int], Node] = {}
+    last = proof.start.graph
+    for k, (before, step) in enumerate(proof.befores()):
+        if ends:
+            made, old = step.after.rpo(), before.rpo()
+            ends = _carry(ends, before, step.after, {made[i] for i in step.made}, {old[i] for i in step.at})
+        if k < count:
+            ends.update({(k, j): step.after.rpo()[i] for j, i in enumerate(step.made)})
+        last = step.after
+    return _carry(ends, last, final) if ends else ends
+
+
+def _carry(ends: dict[Any, Node], old: Graph, new: Graph, made: set[Node] = frozenset(),
+           replaced: set[Node] = frozenset()) -> dict[Any, Node]:
+    """``ends`` moved from ``old``'s nodes to ``new``'s: a node kept as it is, or the copy ``new`` reads in
+    its place, paired from the outputs down (a computation folded pairs with its parameter); nodes
+    ``replaced`` by a rewrite, or paired with the nodes it ``made``, have none."""
+    kept, pairs = set(new.rpo()), {}
+    stack = list(zip(old.outputs, new.outputs))
+    while stack:
+        o, n = stack.pop()
+        if o is n or o in pairs or o in replaced or n in made:
+            continue
+        folded = n.kind is Kind.VAR and o.kind is not Kind.VAR
+        if folded or ((o.kind, o.op, len(o.inputs)) == (n.kind, n.op, len(n.inputs))):
+            pairs[o] = n
+            if not folded:
+                stack.extend(zip(o.inputs, n.inputs))
+    return {key: node if node in kept else pairs[node] for key, node in ends.items() if node in kept or node in pairs}
 
 
 def _notes(graph: Graph, model: CostModel | None, unit: str, factor: float,

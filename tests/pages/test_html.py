@@ -1,6 +1,7 @@
 """Pages of optimizations: self-contained HTML with the input and the result drawn, what changed
 marked, and charts; the summary page of many runs; large graphs folded; a real browser opens them."""
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -15,7 +16,8 @@ from gsl_eq.graph.drawing import draw
 from gsl_eq.graph import Kind
 from gsl_eq.graph.diff import compare
 from gsl_eq.models import bert_encoder, diamond_conv, polynomial
-from gsl_eq.pages import orderings_page, summary_page, summary_row
+from gsl_eq.models.registry import load_model
+from gsl_eq.pages import orderings_page, result_page, summary_page, summary_row
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -37,8 +39,9 @@ def rows_of(page: str, cls: str) -> int:
 
 
 def self_contained(page: str) -> bool:
-    """Nothing is fetched: no script, stylesheet, image or frame from elsewhere, no font or url()."""
-    return not re.search(r"<script|<link|<img|<iframe|@import|url\(|\b(src|href)\s*=", page, re.I)
+    """Nothing is fetched: no script, stylesheet, image or frame from elsewhere, no font or url(); links
+    go only to ids of the page."""
+    return not re.search(r"<script|<link|<img|<iframe|@import|url\(|\bsrc\s*=|\bhref\s*=\s*(?![\"']?#)", page, re.I)
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +78,49 @@ def test_the_diamond_rewrite_is_drawn_with_its_changes_marked(diamond):
     assert "made by diamond_conv_add" in conv
     assert re.search(r"<td>diamond_conv_add</td><td>yes</td><td class=num>1</td><td class=num>2</td>", page)
     assert self_contained(page)
+
+
+@pytest.fixture(scope="module")
+def squeezenet(tmp_path_factory):
+    """SqueezeNet (quick) after greedy mode with the algebraic rules, and its page."""
+    result = optimize(load_model("squeezenet", quick=True), rules.default() + rules.algebraic(), mode="greedy",
+                      time_limit=30)
+    path = result.to_html(tmp_path_factory.mktemp("pages") / "squeezenet.html")
+    return result, path.read_text()
+
+
+def test_the_proof_lists_each_step_linked_to_the_nodes_it_made_in_the_result(squeezenet):
+    result, page = squeezenet
+    proof = result.proof
+    section = re.search(r"<h2>Proof</h2>(.*?)</section>", page, re.S).group(1)
+    assert proof.summary() in section and section.count("<li>") == len(proof.steps) > 2
+    rule_steps = {s.name for s in proof.rule_steps}
+    assert rule_steps and all(f"<b>{name}</b>" in section for name in rule_steps)
+    assert all(s.where in section for s in proof.rule_steps)
+    links = re.findall(r'<a href="#([^"]+)">', section)
+    _, after = panels(page)
+    ids = set(re.findall(r'<g id="([^"]+)" class="node', after))
+    assert links and set(links) <= ids  # each link goes to a box of the result's drawing
+    assert "rewritten by a later step" in section  # add_commutative's swaps are swapped back
+    assert self_contained(page)
+
+
+def test_the_diamond_proof_links_the_folded_kernel_sum_to_its_parameter(diamond):
+    _, result, page = diamond
+    section = re.search(r"<h2>Proof</h2>(.*?)</section>", page, re.S).group(1)
+    assert section.count("<li>") == len(result.proof.steps) == 2
+    item = re.search(r"<li>rule <b>diamond_conv_add</b> \(conv\.py:\d+\), made (.*?)</li>", section).group(1)
+    targets = re.findall(r'<a href="#([^"]+)">', item)
+    _, after = panels(page)
+    boxes = {box: title for box, title in re.findall(r'<g id="([^"]+)" class="node[^"]*">\s*<title>([^<]*)', after)}
+    assert len(targets) == 2 and set(targets) <= set(boxes)
+    assert sorted(boxes[t].split("\n")[0] for t in targets) == ["parameter v_param_1", "relax.nn.conv2d"]
+
+
+def test_a_proof_that_cannot_be_made_leaves_its_section_out(diamond):
+    _, result, _ = diamond
+    page = result_page(dataclasses.replace(result, prove=lambda: 1 / 0)).html()
+    assert "<h2>Proof</h2>" not in page and "<h2>Rules</h2>" in page
 
 
 def test_cost_per_op_kind_has_a_bar_group_per_kind_before_and_after(diamond):
