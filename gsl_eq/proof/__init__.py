@@ -51,13 +51,13 @@ def _input_fold(start: Workload, folded: Workload) -> list[Step]:
 
 def _finished(start: Workload, steps: list[Step], result: Workload, missing: str | None) -> Proof:
     """The proof with its last fold, where the steps' graph is not the result's yet, and whether it reaches it."""
-    proof = Proof(start, steps, result)
-    if missing is None:
-        replayed = proof.replay()
-        if not same_workload(replayed, result):
-            last = proof.steps[-1].after if proof.steps else start.graph
-            proof.steps.append(Step("fold", rebuild("fold", last, replayed, True).graph, folded=True))
-    proof.complete = missing is None and proof.reaches()
-    proof.missing = missing if missing is not None else None if proof.complete else (
-        "replayed, the steps give another graph than the result")
+    proof = Proof(start, steps, result, complete=False, missing=missing)
+    if missing is not None:
+        return proof
+    replayed = proof.replay()
+    if not same_workload(replayed, result):
+        replayed = rebuild("fold", replayed.graph, replayed, True)
+        proof.steps.append(Step("fold", replayed.graph, folded=True))
+    proof.complete = same_workload(replayed, result)
+    proof.missing = None if proof.complete else "replayed, the steps give another graph than the result"
     return proof

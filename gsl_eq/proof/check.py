@@ -62,22 +62,33 @@ def first_failure(steps: Iterable[tuple[Graph, Step]], trials: int, seed: int) -
 
 def step_difference(applied: Applied, inputs: tuple, trials: int, seed: int) -> str | None:
     """What differs between the match's outputs and the target's on random values of the match's
-    inputs, or None (also where the cut-out cannot be built: nothing is shown wrong)."""
+    inputs, or None (also where the cut-out source cannot be built alone: nothing is shown wrong)."""
     boundary = list(dict.fromkeys(node for p, node in matched_nodes(applied.match) if p in inputs))
     variables = {node: Node.var(f"step_input_{j}", node.type) for j, node in enumerate(boundary)
                  if node.kind is not Kind.CONST}
+
+    def cut(outputs: list[Node]) -> Workload:
+        return Workload.from_graph(Graph([], outputs).replace(variables, list(variables.values())), {})
+
     try:
-        source = Workload.from_graph(Graph([], applied.match.outputs).replace(variables, list(variables.values())), {})
-        target = Workload.from_graph(Graph([], applied.builder.targets).replace(variables, list(variables.values())), {})
-        for trial in range(trials):
-            values = source.random_inputs(seed + trial)
-            expected, actual = _outputs(source.build(once=True)(**values)), _outputs(target.build(once=True)(**values))
-            for k, (u, v) in enumerate(zip(expected, actual)):
-                diff = difference(u, v)
-                if diff is not None:
-                    return f"computes another value: output {k} differs by up to {diff:.3g} on random inputs (seed {seed + trial})"
+        source = cut(applied.match.outputs)
+        run_source = source.build(once=True)
     except (WorkloadError, TypeError, ValueError, RuntimeError):
-        return None
+        return None  # the cut-out source does not build alone: nothing to compare with
+    run_target = None
+    for trial in range(trials):
+        values = source.random_inputs(seed + trial)
+        expected = _outputs(run_source(**values))
+        try:
+            if run_target is None:
+                run_target = cut(applied.builder.targets).build(once=True)
+            actual = _outputs(run_target(**values))
+        except (WorkloadError, TypeError, ValueError, RuntimeError) as err:
+            return f"makes what TVM cannot build or run where the source runs: {str(err).strip().splitlines()[-1]}"
+        for k, (u, v) in enumerate(zip(expected, actual)):
+            diff = difference(u, v)
+            if diff is not None:
+                return f"computes another value: output {k} differs by up to {diff:.3g} on random inputs (seed {seed + trial})"
     return None
 
 
