@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import enum
 import inspect
-import math
 import time
 from collections import ChainMap
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from ..frontend import attr as A
 from ..frontend.errors import EvaluationError
 from ..frontend.evaluation import Env, Memo, evaluate, node_of
 from ..frontend.pat import Call, Cond, Const, GetItem, Instance, Match as MatchPattern, Pattern, Tuple, Variadic
-from ..graph import Graph, Kind, Node, TensorType
+from ..graph import Graph, Kind, Node
 from ..graph.diff import merge_common, structural_key
 from ..graph.ops import freeze
 from ..run.limits import DEFAULT_NODE_LIMIT, StopReason, check_count, check_seconds
@@ -196,12 +195,12 @@ def build_target(rule: Subst, m: Match) -> TargetBuilder | Rejection:
 
 @dataclass(frozen=True)
 class Rewrites:
-    """One pass's rewrites, for a proof (:mod:`gsl_eq.proof`): the rule, the graph the pass matched in,
-    and each match's source outputs, in the order the pass took them."""
+    """One pass's rewrites, for a proof (:mod:`gsl_eq.proof`): the rule, and each match's source outputs
+    by their positions in the reverse post-order of the graph the pass matched in, in the order the pass
+    took them. No graph is kept: the proof replays the history to rebuild them."""
 
     rule: Subst
-    graph: Graph
-    outputs: tuple[tuple[Node, ...], ...]
+    outputs: tuple[tuple[int, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -211,8 +210,6 @@ class Rebuilt:
     dropped, then parameter computations folded where ``folded``, :func:`to_workload`)."""
 
     kind: str
-    before: Graph
-    after: Graph
     folded: bool = False
 
 
@@ -403,7 +400,8 @@ def rewrite_once(
     if ledger is not None:
         ledger.carry(graph, rewritten, mapping)
         if ledger.history is not None:
-            ledger.history.append(Rewrites(rule, graph, tuple(taken)))
+            position = {node: k for k, node in enumerate(graph.rpo())}
+            ledger.history.append(Rewrites(rule, tuple(tuple(position[o] for o in outputs) for outputs in taken)))
     return rewritten, count, stopped
 
 
@@ -635,7 +633,7 @@ def greedy(
     result = GreedyResult(wl if merged is wl.graph else to_workload(merged, wl, False), {rule.name: 0 for rule in rules})
     ledger = Ledger(record)
     if record and merged is not wl.graph:
-        ledger.history.append(Rebuilt("merge", wl.graph, result.workload.graph))
+        ledger.history.append(Rebuilt("merge"))
     reason = None
     seen = {structural_key(merged)}  # the graph at the end of each round
     while reason is None:
@@ -656,7 +654,7 @@ def greedy(
                 if record:
                     names = {v.name for v in graph.inputs}
                     made = any(v.name not in names for v in result.workload.graph.inputs)
-                    ledger.history.append(Rebuilt("fold", graph, result.workload.graph, folded=made))
+                    ledger.history.append(Rebuilt("fold", folded=made))
                 result.fired[rule.name] += count
                 changed = True
             if stopped in (StopReason.NODE_LIMIT, StopReason.TIME_LIMIT):

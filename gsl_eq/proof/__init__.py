@@ -31,7 +31,7 @@ __all__ = ["KINDS", "Proof", "ReplayError", "Step", "StepFailure", "apply_rule",
 def of_greedy(start: Workload, folded: Workload, history: Sequence[Rewrites | Rebuilt], result: Workload) -> Proof:
     """The proof of a greedy run: ``start`` folded (``folded``, the run's input), the recorded ``history``,
     then the fold that made ``result``."""
-    steps = _input_fold(start, folded) + of_history(folded.graph, history)
+    steps = _input_fold(start, folded) + of_history(folded, history)
     return _finished(start, steps, result, None)
 
 

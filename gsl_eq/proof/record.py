@@ -11,9 +11,9 @@ from typing import Iterable, Sequence
 
 from ..frontend import Subst
 from ..graph import Graph, Node
-from ..graph.diff import structural_key
 from ..greedy.rewriter import Rebuilt, Rewrites
-from .steps import ReplayError, Step, apply_rule, rule_step
+from ..workload import Workload
+from .steps import ReplayError, Step, apply_rule, rebuild, rule_step
 
 
 def sequenced(graph: Graph, rule: Subst, batch: Iterable[Sequence[Node]], shared: bool = False) -> tuple[list[Step], Graph]:
@@ -37,28 +37,29 @@ def _moved(node: Node, memos: list[dict[Node, Node]]) -> Node:
     return node
 
 
-def of_history(start: Graph, history: Sequence[Rewrites | Rebuilt]) -> list[Step]:
-    """The steps of a greedy run's ``history``, starting from ``start`` (its input's graph).
+def of_history(start: Workload, history: Sequence[Rewrites | Rebuilt]) -> list[Step]:
+    """The steps of a greedy run's ``history``, starting from ``start`` (its input): the history holds
+    positions only, so the graphs are rebuilt here, each pass's matches applied one by one and each
+    merge and fold redone on the values the steps before gave.
 
     Raises
     ------
     ReplayError
-        A recorded pass does not come out the same applied one match at a time.
+        A recorded pass's match is not in the graph the steps before made.
     """
     steps: list[Step] = []
-    current = start
+    wl, current = start, start.graph
     for event in history:
         if isinstance(event, Rebuilt):
-            steps.append(Step(event.kind, event.after, folded=event.folded))
-            current = event.after
+            wl = rebuild(event.kind, current, wl, event.folded)
+            current = wl.graph
+            steps.append(Step(event.kind, current, folded=event.folded))
             continue
-        if current is not event.graph:  # the pass's graph is the one the earlier steps made, node by node
-            if structural_key(current) != structural_key(event.graph):
-                raise ReplayError(f"the pass of {event.rule.name} starts from another graph than the steps before made")
-            pairs = dict(zip(event.graph.rpo(), current.rpo()))
-            outputs = [tuple(pairs[o] for o in match) for match in event.outputs]
-        else:
-            outputs = list(event.outputs)
+        order = current.rpo()
+        try:
+            outputs = [tuple(order[k] for k in match) for match in event.outputs]
+        except IndexError:
+            raise ReplayError(f"the pass of {event.rule.name} names a node past the {len(order)} of its graph") from None
         made, current = sequenced(current, event.rule, outputs)
         steps += made
     return steps
