@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import ChainMap
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -130,7 +130,7 @@ class Matcher:
         self.rule.require_connected()
         first = self.first_output()
         for node in self.graph.rpo():
-            if node in self.consumed or not _may_match(first, node):
+            if node in self.consumed or not may_match(first, node):
                 continue
             m = self.match_at(node, first)
             if m is not None and accept(m):
@@ -144,14 +144,16 @@ class Matcher:
             return out.first[out.templates.index(out.field)] if out.first else out.field
         return out
 
-    def match_at(self, node: Node, first: Pattern | None = None) -> Match | None:
-        """The match whose first source output is ``node``, if there is one."""
+    def match_at(self, node: Node, first: Pattern | None = None, group: Sequence[Node] | None = None) -> Match | None:
+        """The match whose first source output is ``node``, if there is one; with ``group`` (``node``
+        first), a variadic source's match whose outputs are those nodes, in that order (an e-graph
+        merges groups of fixed sizes)."""
         self.rule.require_connected()
         first = first or self.first_output()
         self.m = Match()
         source_out = self.rule.source.outputs[0]
         if isinstance(source_out, Variadic):
-            return self._match_variadic_outputs(source_out, node)
+            return self._match_variadic_outputs(source_out, node, group)
         if not self.match(first, node, Scope()):
             return None
         self.m.outputs.append(node)
@@ -173,8 +175,9 @@ class Matcher:
             self.m.outputs.append(node)
         return self.m if self._guarded() and self._closed() else None
 
-    def _search_output(self, target: Pattern, scope: Scope) -> bool:
-        """Find ``target``'s node from the pairs matched so far (depth-first over candidate pairs)."""
+    def _search_output(self, target: Pattern, scope: Scope, among: Collection[Node] | None = None) -> bool:
+        """Find ``target``'s node (one ``among`` those, where given) from the pairs matched so far
+        (depth-first over candidate pairs)."""
         stack: list[tuple[Pattern, Node]] = []
         for p, node in list(self._pairs(scope)):
             self._push_successors(p, node, stack, scope)
@@ -186,6 +189,8 @@ class Matcher:
             tried.add((p, node))
             if p is not target:
                 self._push_successors(p, node, stack, scope)
+                continue
+            if among is not None and node not in among:
                 continue
             if self._attempt(lambda: self.match(p, node, scope), scope):
                 self.m.outputs.append(scope.table(p, self.m)[p])
@@ -231,7 +236,7 @@ class Matcher:
             return tuple(s for s in succ if s in scope.templates)
         return tuple(s for s in succ if not isinstance(s, Variadic))
 
-    def _match_variadic_outputs(self, v: Variadic, node: Node) -> Match | None:
+    def _match_variadic_outputs(self, v: Variadic, node: Node, group: Sequence[Node] | None) -> Match | None:
         runs: list[Instance] = []
         if v.first:
             if not self.match(v.first[v.templates.index(v.field)], node, Scope().enter(v, {}, 0)):
@@ -244,9 +249,14 @@ class Matcher:
             runs.append(first)
         self.m.outputs.append(node)
         self.m.instances[v] = runs
-        while True:
+        while group is None or len(runs) < len(group):
             instance: Instance = {}
-            if not self._search_output(v.field, Scope().enter(v, instance, len(runs))):
+            wanted = None if group is None else (group[len(runs)],)
+            found = self._search_output(v.field, Scope().enter(v, instance, len(runs)), wanted)
+            runs = self.m.instances[v]  # a failed attempt restores M from a copy, runs included
+            if not found:
+                if group is not None:
+                    return None
                 break
             runs.append(instance)
         if len(runs) < (v.min_len or 1):
@@ -404,7 +414,7 @@ def _show(node: Node) -> str:
     return f"{what}: {node.type}"
 
 
-def _may_match(p: Pattern, node: Node) -> bool:
+def may_match(p: Pattern, node: Node) -> bool:
     """A cheap test before a full match: the op of a call pattern."""
     if isinstance(p, Call) and isinstance(p.op, str):
         return node.op == p.op

@@ -170,6 +170,18 @@ def test_variadic_outputs_parallel_convs():
     assert_same_outputs(wl, new)
 
 
+def test_variadic_outputs_past_a_reader_that_is_no_instance():
+    """An attempt that fails between instances (x @ a constant) keeps the instances found after it."""
+    x = tvar("x", 4, 8)
+    ones = relax.const(np.ones((8, 3), "float32"))
+    outs = [R.matmul(x, tvar("w0", 8, 2)), R.matmul(x, ones), R.matmul(x, tvar("w1", 8, 5)), R.matmul(x, tvar("w2", 8, 3))]
+    wl = Workload.from_expr(relax.Tuple(outs), {"x"})
+    new, count = rewrite(wl, rules.parallel_matmul_variadic())
+    assert count == 1
+    assert new.graph.op_counts() == {"relax.matmul": 2, "relax.split": 1}
+    assert_same_outputs(wl, new)
+
+
 def test_variadic_outputs_respect_min_len():
     x = tvar("x", 1, 4, 6, 6)
     wl = Workload.from_expr(relax.Tuple([R.nn.conv2d(x, tvar("w0", 2, 4, 3, 3)), R.nn.relu(x)]), {"x"})
