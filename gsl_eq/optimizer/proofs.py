@@ -16,6 +16,10 @@ from ..workload import Workload
 from .candidates import Alternative
 
 
+#: The most seconds the search for a saturate result's steps takes (its proof then stops short).
+PROOF_SECONDS = 60.0
+
+
 @dataclass
 class Prover:
     """What any candidate's proof starts from: the workload optimize() was given, that workload
@@ -36,5 +40,5 @@ class Prover:
             if option.history is not None:
                 self._made[key] = of_greedy(self.start, self.folded, option.history, option.workload)
             else:
-                self._made[key] = of_goal(self.start, self.folded, found, self.rules, option.workload)
+                self._made[key] = of_goal(self.start, self.folded, found, self.rules, option.workload, PROOF_SECONDS)
         return self._made[key]

@@ -15,12 +15,12 @@ import time
 from typing import Sequence
 
 from ..frontend import Subst
-from ..graph import Graph, Node
+from ..graph import Graph, Kind, Node
 from ..graph.diff import label, merge_common, node_key, node_keys, structural_key
-from ..greedy.match import Match, Matcher
+from ..greedy.match import Match, Matcher, first_output, matched_nodes, may_match
 from ..greedy.rewriter import Rejection, build_target
 from .record import sequenced
-from .steps import Step
+from .steps import ReplayError, Step, apply_rule, rule_step
 
 
 def derive(start: Graph, goal: Graph, rules: Sequence[Subst], deadline: float | None = None
@@ -45,11 +45,8 @@ def derive(start: Graph, goal: Graph, rules: Sequence[Subst], deadline: float | 
     if current is not start:
         steps.append(Step("merge", current))
     runnable = [rule for rule in rules if rule.connected]
-    seen: set[int] = set()
+    seen = {structural_key(current)}  # the graphs the steps made: none is made twice
     while True:
-        if structural_key(current) in seen:
-            return steps, current, "the rules came back to a graph the steps had made before"
-        seen.add(structural_key(current))
         keys = node_keys(current)
         places = aim.places(current, keys)
         if not places:
@@ -60,16 +57,90 @@ def derive(start: Graph, goal: Graph, rules: Sequence[Subst], deadline: float | 
             if deadline is not None and time.perf_counter() > deadline:
                 return steps, current, "the time limit ended the search for the steps"
             batch = _toward(current, rule, keys, places, aim)
-            if batch:
-                made, current = sequenced(current, rule, batch, shared=True)
-                steps += made
-                keys, progressed = node_keys(current), True
-                places = aim.places(current, keys)
-                if not places:
-                    break
+            if not batch:
+                continue
+            made, after = sequenced(current, rule, batch, shared=True)
+            if structural_key(after) in seen:
+                continue
+            seen.add(structural_key(after))
+            steps += made
+            current, keys, progressed = after, node_keys(after), True
+            places = aim.places(current, keys)
+            if not places:
+                break
         if not progressed:
-            return steps, current, (f"no rule's match brings the graph closer to the extracted one at "
-                                    f"{len(places)} places where they differ")
+            chain = _chain(current, runnable, aim, CHAIN_DEPTH, seen, deadline)
+            if not chain:
+                return steps, current, (f"no rule's match, nor a chain of {CHAIN_DEPTH}, brings the graph "
+                                        f"closer to the extracted one at {len(places)} places where they differ")
+            steps += chain
+            current = chain[-1].after
+            seen.add(structural_key(current))
+
+
+#: The most rewrites a chain takes whose first ones bring the graph no closer to the goal.
+CHAIN_DEPTH = 3
+#: The most rewrites tried, in all, in the search for one chain.
+CHAIN_TRIES = 4000
+
+
+def _chain(graph: Graph, rules: Sequence[Subst], aim: "_Goal", depth: int, seen: set[int], deadline: float | None
+           ) -> list[Step]:
+    """The shortest chain of rewrites (up to ``depth``), the first at a place where ``graph`` differs
+    from the goal and each further one at, or next to, a node the one before made, that takes the graph closer
+    (:func:`_closer`):
+    middle forms that neither agree with the goal nor appear in it (a sum reassociated one term at a
+    time, a split moved past one op after another), to a graph not ``seen`` before. Empty if none is
+    found within :data:`CHAIN_TRIES`."""
+    keys = node_keys(graph)
+    places = aim.places(graph, keys)
+    base = (len(places), aim.distance(graph, keys, places))
+    tries = [CHAIN_TRIES]
+    first = [n for n in reversed(graph.rpo()) if n in places]
+    for limit in range(2, depth + 1):
+        found = _extend(graph, rules, aim, limit, first, base, seen, tries, deadline)
+        if found:
+            return found
+    return []
+
+
+def _closer(places: int, distance: int, base: tuple[int, int]) -> bool:
+    """Fewer places than ``base``'s, or as many and a shorter distance (goal nodes built on the way)."""
+    return places < base[0] or (places == base[0] and distance < base[1])
+
+
+def _extend(graph: Graph, rules: Sequence[Subst], aim: "_Goal", depth: int, at: Sequence[Node], base: tuple[int, int],
+            seen: set[int], tries: list[int], deadline: float | None, first: bool = True) -> list[Step] | None:
+    """A chain of at most ``depth`` rewrites starting at the nodes ``at``, in order (:func:`_chain`)."""
+    keys = node_keys(graph)
+    if not first:
+        places = aim.places(graph, keys)
+        if _closer(len(places), aim.distance(graph, keys, places), base) and structural_key(graph) not in seen:
+            return []
+    if depth == 0:
+        return None
+    for rule in rules:
+        first_pattern = first_output(rule)
+        nodes = [n for n in at if may_match(first_pattern, n)]
+        matcher = Matcher(rule, graph, shared_inner=True) if nodes else None
+        for node in nodes:
+            for m in _options(matcher, node, rule, aim, dict(keys), keys):
+                if tries[0] <= 0 or (deadline is not None and time.perf_counter() > deadline):
+                    return None
+                tries[0] -= 1
+                try:
+                    applied = apply_rule(graph, rule, m.outputs, shared=True)
+                except ReplayError:
+                    continue
+                step = rule_step(graph, applied, rule, True)
+                after = applied.after.rpo()
+                made = [after[k] for k in step.made]
+                readers = applied.after.successors()
+                reach = list(dict.fromkeys([*made, *(r for n in made for r in (*readers.get(n, ()), *n.inputs))]))
+                rest = _extend(applied.after, rules, aim, depth - 1, reach, base, seen, tries, deadline, False)
+                if rest is not None:
+                    return [step, *rest]
+    return None
 
 
 class _Goal:
@@ -81,6 +152,7 @@ class _Goal:
         self.graph = goal
         self.keys = node_keys(goal)
         self.held = set(self.keys.values())
+        self.tuples = [node for node in goal.rpo() if node.kind is Kind.TUPLE]
         self.size: dict[Node, int] = {}
         for node in goal.rpo():
             self.size[node] = min(1 + sum(self.size[i] for i in node.inputs), 1 << 30)
@@ -97,14 +169,45 @@ class _Goal:
                 continue
             found[node] = want
             if want is not None and label(node) == label(want) and len(node.inputs) == len(want.inputs):
-                stack.extend(zip(node.inputs, want.inputs))
+                stack.extend(zip(self._ordered(node, want, keys), want.inputs))
             else:
                 stack.extend((i, None) for i in node.inputs)
         return found
 
+    def distance(self, graph: Graph, keys: dict[Node, int] | None = None,
+                 places: dict[Node, Node | None] | None = None) -> int:
+        """How far ``graph`` is from the goal: its places, less the goal's nodes it holds (a chain may
+        build them before they move to their places)."""
+        keys = node_keys(graph) if keys is None else keys
+        places = self.places(graph, keys) if places is None else places
+        return len(places) - len(self.held.intersection(keys.values()))
+
+    def _ordered(self, node: Node, want: Node, keys: dict[Node, int]) -> tuple[Node, ...]:
+        """``node``'s inputs in the order that pairs them best with ``want``'s: two inputs the goal
+        holds swapped (a sum whose terms a rule commuted) pair crosswise, so what lies below them
+        pairs with its like."""
+        if len(node.inputs) != 2:
+            return node.inputs
+        a, b = node.inputs
+        x, y = want.inputs
+        straight = self.agreement(a, x, keys) + self.agreement(b, y, keys)
+        return (b, a) if self.agreement(b, x, keys) + self.agreement(a, y, keys) > straight else (a, b)
+
+    def agreement(self, node: Node, want: Node, keys: dict[Node, int], depth: int = 4) -> int:
+        """:meth:`closeness` to ``depth`` levels down."""
+        total, stack = 0, [(node, want, 0)]
+        while stack:
+            a, b, d = stack.pop()
+            if keys[a] == self.keys[b]:
+                total += self.size[b]
+            elif d < depth and label(a) == label(b) and len(a.inputs) == len(b.inputs):
+                total += 1
+                stack.extend((i, j, d + 1) for i, j in zip(a.inputs, b.inputs))
+        return total
+
     def gain(self, node: Node, target: Node, want: Node | None, keys: dict[Node, int], existing: dict[Node, int]) -> int:
         """How much closer ``target`` is than ``node`` to ``want``; in a place of no goal node, how many
-        of the nodes ``target`` newly builds the goal holds."""
+        more of the nodes ``target`` newly builds the goal holds than it does not."""
         if want is not None:
             return self.closeness(target, want, keys) - self.closeness(node, want, keys)
         made, stack, seen = 0, [target], set()
@@ -113,7 +216,7 @@ class _Goal:
             if n in seen or n in existing:  # a node of the graph: not built
                 continue
             seen.add(n)
-            made += node_key(n, keys) in self.held
+            made += 1 if node_key(n, keys) in self.held else -1
             stack.extend(n.inputs)
         return made
 
@@ -130,20 +233,65 @@ class _Goal:
         return total
 
 
-def _toward(graph: Graph, rule: Subst, keys: dict[Node, int], places: dict[Node, Node], aim: _Goal
+def _toward(graph: Graph, rule: Subst, keys: dict[Node, int], places: dict[Node, Node | None], aim: _Goal
             ) -> list[tuple[Node, ...]]:
     """The matches of ``rule`` in ``graph`` (none overlapping) whose targets agree more with the goal, in
-    the places of their outputs, than the outputs did; each by its source outputs."""
+    the places of their outputs, than the outputs did; each by its source outputs. A variadic match
+    may take fewer instances, grouped as a tuple of the goal groups them (an e-graph merges groups of
+    fixed sizes)."""
     scratch = dict(keys)
+    matcher = Matcher(rule, graph, shared_inner=True)
+    first = matcher.first_output()
+    taken: list[tuple[Node, ...]] = []
+    for node in graph.rpo():
+        if node in matcher.consumed or not may_match(first, node):
+            continue
+        best, gained = None, 0
+        for m in _options(matcher, node, rule, aim, scratch, keys):
+            gain = _gain(m, rule, places, aim, scratch, keys)
+            if gain > gained:
+                best, gained = m, gain
+        if best is not None:
+            matcher.consumed.update(n for p, n in matched_nodes(best) if p not in matcher.inputs)
+            taken.append(tuple(best.outputs))
+    return taken
 
-    def accept(m: Match) -> bool:
-        placed = [(o, k) for k, o in enumerate(m.outputs) if o in places]
-        if not placed:
-            return False
-        built = build_target(rule, m)
-        if isinstance(built, Rejection):
-            return False
-        gains = [aim.gain(o, built.targets[k], places[o], scratch, keys) for o, k in placed]
-        return sum(gains) > 0 and min(gains) >= 0
 
-    return [tuple(m.outputs) for m in Matcher(rule, graph, shared_inner=True).matches(accept)]
+def _gain(m: Match, rule: Subst, places: dict[Node, Node | None], aim: _Goal, scratch: dict[Node, int],
+          keys: dict[Node, int]) -> int:
+    """How much closer to the goal ``m``'s target takes the places of its outputs; 0 if it takes any
+    further, or none is a place."""
+    placed = [(o, k) for k, o in enumerate(m.outputs) if o in places]
+    if not placed:
+        return 0
+    built = build_target(rule, m)
+    if isinstance(built, Rejection):
+        return 0
+    gains = [aim.gain(o, built.targets[k], places[o], scratch, keys) for o, k in placed]
+    return sum(gains) if min(gains) >= 0 else 0
+
+
+def _options(matcher: Matcher, node: Node, rule: Subst, aim: _Goal, scratch: dict[Node, int],
+             keys: dict[Node, int]) -> list[Match]:
+    """The matches whose first source output is ``node``: the greedy one and, for a variadic source,
+    the groups of its instances that the goal's tuples take."""
+    m = matcher.match_at(node)
+    if m is None:
+        return []
+    if not rule.variadic or len(m.outputs) < 2:
+        return [m]
+    built = build_target(rule, m)
+    if isinstance(built, Rejection):
+        return [m]
+    (runs,) = m.instances.values()
+    bound = [{node_key(n, scratch) for n in instance.values()} for instance in runs]
+    options, groups = [m], {tuple(m.outputs)}
+    for tup in aim.tuples:  # each field of the goal's tuple: the instance binding it
+        group = tuple(next((o for o, b in zip(m.outputs, bound) if aim.keys[f] in b), None) for f in tup.inputs)
+        if None in group or group[0] is not node or len(set(group)) < len(group) or group in groups:
+            continue
+        groups.add(group)
+        sub = matcher.match_at(node, group=group)
+        if sub is not None:
+            options.append(sub)
+    return options

@@ -128,7 +128,7 @@ def apply_rule(graph: Graph, rule: Subst, outputs: Sequence[Node], shared: bool 
     """
     matcher = Matcher(rule, graph, shared_inner=shared)
     if rule.connected:
-        m = matcher.match_at(outputs[0])
+        m = matcher.match_at(outputs[0], group=outputs if rule.variadic else None)
     else:
         m = matcher.match_outputs(outputs)
     if m is None or (len(outputs) > 1 and tuple(m.outputs) != tuple(outputs)):

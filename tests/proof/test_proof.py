@@ -94,3 +94,19 @@ def test_the_proof_of_a_returned_input_is_its_fold() -> None:
     assert result.report.input_returned
     assert result.proof.complete and not result.proof.rule_steps
     assert same_workload(result.proof.replay(), result.workload)
+
+
+@pytest.mark.parametrize("name", ["nasrnn", "resnet50"])
+def test_saturate_proofs_take_chains_whose_middle_forms_the_result_lacks(name: str) -> None:
+    """NasRNN's gates merge three matmuls at a time and move their split past add and sigmoid; ResNet-50's
+    residual sums gather their biases by commuting and reassociating one term at a time."""
+    wl = load_model(name, quick=True)
+    result = optimize(wl, RULES, mode="saturate", time_limit=30)
+    proof = result.proof
+    assert proof.complete, proof.missing
+    assert same_workload(proof.replay(wl), result.workload)
+    used = {s.name for s in proof.rule_steps}
+    expected = {"split_of_element_wise", "parallel_matmul_variadic"} if name == "nasrnn" else {"add_associative", "add_commutative"}
+    assert expected <= used
+    assert proof.check(trials=1) is None
+    _outputs_equal(wl, proof.replay(wl))
