@@ -116,8 +116,8 @@ def apply_rule(graph: Graph, rule: Subst, outputs: Sequence[Node], shared: bool 
     rule
         The rule.
     outputs
-        The nodes of ``graph`` its source outputs match, in order (the first alone for a
-        connected source, whose other outputs the matcher finds from it).
+        The nodes of ``graph`` its source outputs match, in order; a variadic source's group of
+        instances (:meth:`~gsl_eq.greedy.match.Matcher.match_at`).
     shared
         Inner nodes of the match may have readers outside it (they keep them).
 
@@ -127,10 +127,12 @@ def apply_rule(graph: Graph, rule: Subst, outputs: Sequence[Node], shared: bool 
         The rule does not match there, or its target cannot be built.
     """
     matcher = Matcher(rule, graph, shared_inner=shared)
-    if rule.connected:
-        m = matcher.match_at(outputs[0], group=outputs if rule.variadic else None)
-    else:
+    if rule.variadic:
+        m = matcher.match_at(outputs[0], group=outputs)
+    elif len(outputs) > 1 or not rule.connected:  # the recorded partners, not the first the search finds
         m = matcher.match_outputs(outputs)
+    else:
+        m = matcher.match_at(outputs[0])
     if m is None or (len(outputs) > 1 and tuple(m.outputs) != tuple(outputs)):
         raise ReplayError(f"rule {rule.name} does not match at {_op(outputs[0])}")
     built = build_target(rule, m)
