@@ -139,10 +139,7 @@ class Matcher:
 
     def first_output(self) -> Pattern:
         """The source pattern a match starts from: the first output (a variadic's first field)."""
-        out = self.rule.source.outputs[0]
-        if isinstance(out, Variadic):
-            return out.first[out.templates.index(out.field)] if out.first else out.field
-        return out
+        return first_output(self.rule)
 
     def match_at(self, node: Node, first: Pattern | None = None, group: Sequence[Node] | None = None) -> Match | None:
         """The match whose first source output is ``node``, if there is one; with ``group`` (``node``
@@ -412,6 +409,14 @@ def _show(node: Node) -> str:
     """A node in a message: its op (or kind) and type."""
     what = node.op if node.kind is Kind.CALL else f"variable {node.name}" if node.kind is Kind.VAR else node.kind.value
     return f"{what}: {node.type}"
+
+
+def first_output(rule: Subst) -> Pattern:
+    """The source pattern a match of ``rule`` starts from: the first output (a variadic's first field)."""
+    out = rule.source.outputs[0]
+    if isinstance(out, Variadic):
+        return out.first[out.templates.index(out.field)] if out.first else out.field
+    return out
 
 
 def may_match(p: Pattern, node: Node) -> bool:
