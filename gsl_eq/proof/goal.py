@@ -4,7 +4,9 @@ The extracted graph (the goal) is a set of nodes, each known by its structural k
 (:func:`~gsl_eq.graph.diff.node_keys`). Starting from the input, a pass of each rule takes the matches
 that replace nodes the goal does not hold by nodes it does (the targets' outputs are goal nodes), as
 greedy mode's matcher finds them, inner nodes left to their other readers as an e-graph keeps them;
-passes repeat until the graph is the goal, or no rule brings it closer. Each match is one step. Every
+passes repeat until the graph is the goal. A variadic match may take the smaller group a tuple of the
+goal holds (an e-graph merges groups of fixed sizes); where no single match brings the graph closer, a
+chain of a few rewrites whose middle forms the goal lacks may (:func:`_chain`). Each match is one step. Every
 node of the goal is an e-node some rule's target built, or the input's, so the rules that built the
 goal's nodes find them again, in an order where each match exists in the graph the steps before made.
 """
@@ -60,9 +62,10 @@ def derive(start: Graph, goal: Graph, rules: Sequence[Subst], deadline: float | 
             if not batch:
                 continue
             made, after = sequenced(current, rule, batch, shared=True)
-            if structural_key(after) in seen:
+            key = structural_key(after)
+            if key in seen:
                 continue
-            seen.add(structural_key(after))
+            seen.add(key)
             steps += made
             current, keys, progressed = after, node_keys(after), True
             places = aim.places(current, keys)
@@ -96,9 +99,9 @@ def _chain(graph: Graph, rules: Sequence[Subst], aim: "_Goal", depth: int, seen:
     places = aim.places(graph, keys)
     base = (len(places), aim.distance(graph, keys, places))
     tries = [CHAIN_TRIES]
-    first = [n for n in reversed(graph.rpo()) if n in places]
+    starts = [n for n in reversed(graph.rpo()) if n in places]  # from the outputs down
     for limit in range(2, depth + 1):
-        found = _extend(graph, rules, aim, limit, first, base, seen, tries, deadline)
+        found = _extend(graph, rules, aim, limit, starts, base, seen, tries, deadline)
         if found:
             return found
     return []
@@ -110,10 +113,11 @@ def _closer(places: int, distance: int, base: tuple[int, int]) -> bool:
 
 
 def _extend(graph: Graph, rules: Sequence[Subst], aim: "_Goal", depth: int, at: Sequence[Node], base: tuple[int, int],
-            seen: set[int], tries: list[int], deadline: float | None, first: bool = True) -> list[Step] | None:
-    """A chain of at most ``depth`` rewrites starting at the nodes ``at``, in order (:func:`_chain`)."""
+            seen: set[int], tries: list[int], deadline: float | None, opening: bool = True) -> list[Step] | None:
+    """A chain of at most ``depth`` rewrites, the first at one of the nodes ``at``, in order; after the
+    opening rewrite, none where ``graph`` is already closer (:func:`_chain`)."""
     keys = node_keys(graph)
-    if not first:
+    if not opening:
         places = aim.places(graph, keys)
         if _closer(len(places), aim.distance(graph, keys, places), base) and structural_key(graph) not in seen:
             return []
@@ -137,7 +141,7 @@ def _extend(graph: Graph, rules: Sequence[Subst], aim: "_Goal", depth: int, at: 
                 made = [after[k] for k in step.made]
                 readers = applied.after.successors()
                 reach = list(dict.fromkeys([*made, *(r for n in made for r in (*readers.get(n, ()), *n.inputs))]))
-                rest = _extend(applied.after, rules, aim, depth - 1, reach, base, seen, tries, deadline, False)
+                rest = _extend(applied.after, rules, aim, depth - 1, reach, base, seen, tries, deadline, opening=False)
                 if rest is not None:
                     return [step, *rest]
     return None
