@@ -15,8 +15,8 @@ into what it can), :func:`default` (a safe inference
 pipeline), :func:`algebraic` (identities for saturate mode), :func:`ring`
 (commutativity, associativity and distributivity of add and multiply, both ways:
 a stress test for saturation limits), :func:`all` (every rule once),
-:func:`tvm_equivalents` (the rules mirroring TVM passes, see :data:`TVM_PASSES`), :func:`cpu` (forms
-TVM's CPU backend runs faster), :func:`taso` and
+:func:`tvm_equivalents` (the rules mirroring TVM passes, see :data:`TVM_PASSES`), :func:`layouts` (convs
+and their chains channels-last), :func:`cpu` (forms and layouts TVM's CPU backend may run faster), :func:`taso` and
 :func:`tensat` (TASO's verified substitutions, see :mod:`gsl_eq.rules.taso_equations`).
 """
 
@@ -52,7 +52,18 @@ from .broadcast import (
     split_of_element_wise,
     split_of_split_broadcast,
 )
-from .cpu_forms import conv1x1_as_matmul, cpu, strided_conv1x1_as_matmul
+from .cpu_forms import conv1x1_as_matmul, strided_conv1x1_as_matmul
+from .layout import (
+    adaptive_pool_of_nchw,
+    avg_pool_of_nchw,
+    broadcast_of_nchw,
+    concat_of_nchw,
+    concat_of_nchw_right,
+    conv_nhwc,
+    element_wise_of_nchw,
+    layouts,
+    max_pool_of_nchw,
+)
 from .conv import (
     conv_mul,
     conv_shortcut_add,
@@ -86,6 +97,8 @@ __all__ = [
     "concat_of_broadcast", "concat_of_broadcast_variadic", "split_of_broadcast", "split_of_broadcast_variadic",
     "split_of_element_wise", "split_of_split_broadcast", "parallel_conv_bias_act_variadic", "parallel_conv_bias_variadic",
     "parallel_conv_expand_kernels_bias_act",
+    "adaptive_pool_of_nchw", "avg_pool_of_nchw", "broadcast_of_nchw", "concat_of_nchw", "concat_of_nchw_right",
+    "conv_nhwc", "element_wise_of_nchw", "layouts", "max_pool_of_nchw",
     "TVM_PASSES", "all", "conv1x1_as_matmul", "cpu", "strided_conv1x1_as_matmul", "bias_add_add", "bias_add_right", "bool_cumsum", "bool_equal", "conv_batch_norm", "conv_bias_batch_norm", "conv_mul", "conv_shortcut_add", "default",
     "diamond_conv_add", "dispatch_tuple", "fusion", "identity_reshape", "lower_batch_norm", "lower_layer_norm",
     "legalize", "lowering", "merge_element_wise", "merge_element_wise_variadic", "parallel_conv", "parallel_conv_expand_kernels",
@@ -138,10 +151,19 @@ def default() -> list[Subst]:
     ]
 
 
+def cpu() -> list[Subst]:
+    """Forms and layouts TVM's CPU backend may run faster, for a cost model that sees its kernels
+    (``cost="tvm"``) or measured selection: a 1x1 conv as a matrix product
+    (:mod:`~gsl_eq.rules.cpu_forms`) and convs with their chains channels-last (:func:`layouts`).
+    What ``optimize(wl, cost="tvm")`` adds to :func:`default` in saturate mode."""
+    return [conv1x1_as_matmul(), strided_conv1x1_as_matmul(), *layouts()]
+
+
 def all() -> list[Subst]:  # noqa: A001  (rules.all(), as the groups are named)
     """Every rule of the library once, but the algebraic identities (greedily, the symmetric
     ones would never stop; saturate mode takes them with :func:`algebraic`)."""
-    return [*legalize(), *structure(), *fusion(), *lowering(), *cpu()]
+    cpu_only = [r for r in cpu() if r.name != "transpose_transpose"]  # structure() has it
+    return [*legalize(), *structure(), *fusion(), *lowering(), *cpu_only]
 
 
 def tvm_equivalents() -> list[Subst]:
