@@ -91,11 +91,33 @@ def _pairs() -> dict[str, Callable[[], tuple]]:
 
         return pair
 
+    def channels_last(depthwise: bool = False, residual: bool = False, c: int = 64, size: int = 28):
+        """A chain of two 3x3 convs (+ bias, relu; a shortcut add) in NCHW, and in NHWC between two transposes,
+        the kernels and biases transposed as folding leaves them: rules.layouts()' rewrite."""
+        def chain(nhwc: bool):
+            x = var("x", 1, c, size, size)
+            h = start = op.permute_dims(x, [0, 2, 3, 1]) if nhwc else x
+            groups = c if depthwise else 1
+            for k in range(2):
+                shape = (3, 3, c // groups, c) if nhwc else (c, c // groups, 3, 3)
+                layout = dict(data_layout="NHWC", kernel_layout="HWIO") if nhwc else {}
+                h = op.add(op.nn.conv2d(h, var(f"w{k}", *shape), padding=(1, 1), groups=groups, **layout),
+                           var(f"b{k}", *((1, 1, 1, c) if nhwc else (1, c, 1, 1))))
+                if k == 0 or not residual:
+                    h = op.nn.relu(h)
+            if residual:
+                h = op.nn.relu(op.add(h, start))
+            return op.permute_dims(h, [0, 3, 1, 2]) if nhwc else h
+
+        return lambda: (chain(False), chain(True))
+
     return {"conv+bn+relu vs folded": conv_bn, "conv*scale+shift+relu vs folded": conv_scale_shift,
             "3 matmul+bias vs merged+split": qkv, "relu(concat) vs concat(relu)": relu_concat,
             "two 1x1 convs vs merged+split": two_1x1_convs, "matmul(x, w^T) vs folded w^T": matmul_transposed_weight,
             "1x1 conv 256->64 vs matmul": conv1x1_as_matmul(256, 64),
-            "1x1 conv 64->256 vs matmul": conv1x1_as_matmul(64, 256)}
+            "1x1 conv 64->256 vs matmul": conv1x1_as_matmul(64, 256),
+            "3x3 conv chain vs NHWC": channels_last(), "3x3 depthwise chain vs NHWC": channels_last(depthwise=True, c=144),
+            "residual block vs NHWC": channels_last(residual=True)}
 
 
 def main() -> None:
