@@ -78,7 +78,9 @@ def main() -> None:
         total = time.perf_counter() - start
         timed = result.report.candidates
         picked = next(c for c in timed if c["returned"])
-        second = [f"{c['label']} {c['second_draw']['seconds'] * 1e3:.3f}" for c in timed if "second_draw" in c]
+        second = [f"{c['label']} {check['second draw']['candidate'] * 1e3:.3f} against {check['against']} "
+                  f"{check['second draw']['baseline'] * 1e3:.3f}" for c in timed for check in c.get("confirmed", [])
+                  if "second draw" in check]
         passes = tvm_pipeline(wl)
         ratios = [versus_input(wl, result.workload, passes, db) for db in (schedules, judge)]
         inputs = wl.random_inputs(0)

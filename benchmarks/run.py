@@ -91,19 +91,9 @@ def run_and_time(variants: dict, inputs: dict) -> tuple[dict, dict]:
 
 def tvm_pipeline(wl):
     """TVM's own passes for what the rule library does, on the module with its parameters bound."""
-    import tvm
-    from tvm import relax
+    from gsl_eq.optimizer.baseline import tvm_passes
 
-    from gsl_eq import Workload
-
-    mod = relax.transform.CombineParallelMatmul()(wl.mod)  # it leaves matmuls of constants alone: run it first
-    mod = relax.transform.BindParams("main", {k: tvm.runtime.tensor(v) for k, v in wl.params.items()})(mod)
-    mod = tvm.transform.Sequential([
-        relax.transform.FoldBatchnormToConv2D(), relax.transform.DecomposeOpsForInference(),
-        relax.transform.FoldConstant(), relax.transform.EliminateCommonSubexpr(),
-        relax.transform.RemoveRedundantReshape(), relax.transform.FoldConstant(),
-    ])(mod)
-    return Workload(mod, {})
+    return tvm_passes(wl)
 
 
 def eager_row(wl, expected) -> dict:

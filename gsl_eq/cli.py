@@ -449,7 +449,8 @@ def run_optimize(console: Console, args: argparse.Namespace) -> int:
     console.print(table)
     console.print(details_table(report))
     for c in report.candidates:
-        second = f", {c['second_draw']['seconds'] * 1e6:.1f} us under a second draw" if "second_draw" in c else ""
+        second = "".join(f"; against {check['against']}: {check[build]['candidate'] * 1e6:.1f} us under the {build}"
+                         for check in c.get("confirmed", []) for build in ("second draw", "default build") if build in check)
         console.print(f"candidate {c['label']}: {c['seconds'] * 1e6:.1f} us measured (median of {len(c['rounds'])} "
                       f"rounds{second}){', returned' if c.get('returned') else ''}")
     out, params = result.workload.save(args.output or f"{stem}.optimized.py")

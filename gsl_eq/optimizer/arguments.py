@@ -96,9 +96,14 @@ def cost_model(cost: str | CostModel, schedules: "ScheduleDatabase | None") -> C
     return get_cost_model(cost)
 
 
-def rule_list(rules: object, order: Sequence[int | str] | None) -> list[Subst]:
-    """The rules to run, in ``order`` (rule indices or names) where given; default: :func:`gsl_eq.rules.default`."""
-    return ordered(as_rule_list(library.default() if rules is None else rules), order)
+def rule_list(rules: object, order: Sequence[int | str] | None, mode: str = "greedy",
+              model: CostModel | None = None) -> list[Subst]:
+    """The rules to run, in ``order`` (rule indices or names) where given; default: :func:`gsl_eq.rules.default`,
+    and in saturate mode under a model that prices TVM's CPU kernels (``cost="tvm"``) :func:`gsl_eq.rules.cpu`
+    too: they are choices such a model can make, where greedy mode would take each of them."""
+    if rules is None:
+        rules = library.default() + (library.cpu() if mode == "saturate" and getattr(model, "name", "") == "tvm" else [])
+    return ordered(as_rule_list(rules), order)
 
 
 def as_rule_list(rules: object) -> list[Subst]:

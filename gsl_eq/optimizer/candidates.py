@@ -100,18 +100,24 @@ def checked(options: Iterable[Alternative], before: float, model: CostModel, ref
     return None
 
 
+#: The label of TVM's own passes' result among measured selection's candidates.
+TVM_PASSES = "TVM's passes"
+
+
 def select_measured(wl: Workload, found: Iterable[Alternative], candidates: int,
                      schedules: "ScheduleDatabase | None", model: CostModel, reference: Reference,
                      report: OptimizeReport, prove: Prove | None = None) -> Alternative | None:
-    """The fastest of the input and the distinct ``found`` graphs that pass the check
-    (``candidates`` in all) as TVM runs them, or None for the input: a candidate is preferred to
-    the input only if it runs faster beyond the noise under ``schedules`` and again under an
-    independently seeded draw of schedules. Fills ``report.candidates``."""
+    """The fastest of the input, TVM's own passes' result (:func:`~gsl_eq.optimizer.baseline.tvm_passes`)
+    and the distinct ``found`` graphs that pass the check (``candidates`` of them with the input) as TVM
+    runs them, or None for the input. The baseline is the input, or TVM's passes' result where that
+    wins over it; another candidate replaces the baseline only if it wins over it too. A win is
+    faster beyond the noise under ``schedules``, under an independently seeded draw of them and
+    under TVM's default build (:func:`~gsl_eq.optimizer.selection.confirm`). Fills ``report.candidates``."""
     from ..measure.schedule_db import ScheduleDatabase
-    from .selection import confirm, time_candidates
+    from .selection import time_candidates
 
     t = time.perf_counter()
-    options = _distinct_checked(wl, found, candidates, reference, report, prove)
+    options = _distinct_checked(wl, found, candidates, reference, report, prove, also=_tvm_passes(wl, report))
     if schedules is None:  # the tvm cost model's kernels are those the candidates are built with
         schedules = getattr(model, "schedules", None) or ScheduleDatabase()
     if not options:
@@ -120,33 +126,64 @@ def select_measured(wl: Workload, found: Iterable[Alternative], candidates: int,
     timed = time_candidates([(o.label, o.workload) for o in options], schedules)
     report.candidates = [{"label": c.label, "seconds": c.seconds, "rounds": c.rounds,
                           "cost": graph_cost(c.workload.graph, model)} for c in timed]
-    has_input = options[0].label.startswith("input")
-    fastest = min(range(len(timed)), key=lambda i: timed[i].seconds)
-    verdict = f"{timed[fastest].label} runs fastest of {len(timed)} candidates ({timed[fastest].seconds * 1e6:.1f} us"
-    if has_input and fastest != 0:
-        second = confirm(timed[fastest], timed[0], schedules)
-        verdict += f" against the input's {timed[0].seconds * 1e6:.1f} us"
-        if second.candidate:
-            report.candidates[0]["second_draw"] = second.baseline
-            report.candidates[fastest]["second_draw"] = second.candidate
-            verdict += (f"; {second.candidate['seconds'] * 1e6:.1f} us against {second.baseline['seconds'] * 1e6:.1f}"
-                        " us under an independent draw of schedules")
-        verdict += f"): {second.why}" + ("" if second.confirmed else ", so the input is returned")
-        if not second.confirmed:
-            fastest = 0
-    else:
-        verdict += ")"
+    chosen, verdict = _measured_winner(timed, schedules, report.candidates)
     for i, entry in enumerate(report.candidates):
-        entry["returned"] = i == fastest
+        entry["returned"] = i == chosen
     report.timings["select"] = time.perf_counter() - t
     report.notes.append(f"measured selection: {verdict}")
-    return None if has_input and fastest == 0 else options[fastest]
+    return None if chosen == 0 and options[0].label.startswith("input") else options[chosen]
+
+
+def _tvm_passes(wl: Workload, report: OptimizeReport) -> list[Alternative]:
+    """TVM's passes' result as a candidate, or none (noted) where TVM's passes fail on ``wl``."""
+    from .baseline import tvm_passes
+
+    try:
+        return [Alternative(TVM_PASSES, tvm_passes(wl), [])]
+    except Exception as error:  # noqa: BLE001  (any TVM failure: the baseline is then the input alone)
+        report.notes.append(f"measured selection: TVM's own passes fail on the input ({type(error).__name__}: "
+                            f"{str(error).splitlines()[0] if str(error) else ''}), so they are not a candidate")
+        return []
+
+
+def _measured_winner(timed: list, schedules: "ScheduleDatabase", entries: list[dict]) -> tuple[int, str]:
+    """The index of the candidate measured selection returns, and why: the baseline (the input, or TVM's
+    passes' result where it wins over the input), or the fastest where it wins over the baseline."""
+    from .selection import confirm
+
+    def wins(k: int, over: int) -> tuple[bool, str]:
+        second = confirm(timed[k], timed[over], schedules)
+        if second.times:
+            entries[k].setdefault("confirmed", []).append({"against": timed[over].label, **second.times})
+        return second.confirmed, f"{timed[k].label} against {timed[over].label}: {second.why}"
+
+    has_input = timed[0].label.startswith("input")
+    fastest = min(range(len(timed)), key=lambda i: timed[i].seconds)
+    said = [f"{timed[fastest].label} runs fastest of {len(timed)} candidates ({timed[fastest].seconds * 1e6:.1f} us"
+            + (f" against the input's {timed[0].seconds * 1e6:.1f} us)" if has_input and fastest else ")")]
+    if not has_input:
+        return fastest, said[0]
+    baseline = 0
+    passes = next((k for k in range(1, len(timed)) if timed[k].label == TVM_PASSES), None)
+    if passes is not None and passes != fastest:
+        won, why = wins(passes, 0)
+        said.append(why)
+        baseline = passes if won else 0
+    if fastest != baseline:
+        won, why = wins(fastest, baseline)
+        said.append(why)
+        if won:
+            return fastest, "; ".join(said)
+    said.append("the input is returned" if baseline == 0 else f"{TVM_PASSES}' result is returned")
+    return baseline, "; ".join(said)
 
 
 def _distinct_checked(wl: Workload, found: Iterable[Alternative], candidates: int, reference: Reference,
-                      report: OptimizeReport, prove: Prove | None = None) -> list[Alternative]:
+                      report: OptimizeReport, prove: Prove | None = None,
+                      also: Iterable[Alternative] = ()) -> list[Alternative]:
     """The input (where it builds) and the ``found`` graphs that pass the check, folded, ``candidates`` in
-    all; a graph structurally equal to one before is that one, its label naming both."""
+    all, then those of ``also`` that do; a graph structurally equal to one before is that one, its label
+    naming both."""
     import tvm_ffi
 
     key = functools.partial(tvm_ffi.structural_hash, map_free_vars=True)
@@ -155,20 +192,25 @@ def _distinct_checked(wl: Workload, found: Iterable[Alternative], candidates: in
         pool[key(wl.mod)] = Alternative("input", wl, [])
     else:
         report.notes.append("measured selection: the input cannot be built, so it is not a candidate")
-    for option in found:
-        if len(pool) >= candidates:
-            break
+    def admit(option: Alternative) -> None:
         option = built(option, report.timings)
         k = key(option.workload.mod)
         if k in pool:
             same = pool[k]
             pool[k] = same._replace(label=f"{same.label} = {option.label}")
-            continue
+            return
         reason = reference.mismatch(option.workload)
         if reason is None:
             pool[k] = option
         else:
             report.fallbacks.append(fallback(option, reason, prove))
+
+    for option in found:
+        if len(pool) >= candidates:
+            break
+        admit(option)
+    for option in also:
+        admit(option)
     return list(pool.values())
 
 

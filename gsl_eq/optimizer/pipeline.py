@@ -38,7 +38,7 @@ from . import arguments
 from .arguments import Settings
 from .budget import Budget, fold_reserve
 from .candidates import (
-    Alternative, Prove, against_greedy, calls, checked, greedy_rival, greedy_runnable, reference_of, select_measured,
+    TVM_PASSES, Alternative, Prove, against_greedy, calls, checked, greedy_rival, greedy_runnable, reference_of, select_measured,
 )
 from .proofs import Prover
 from .report import OptimizeReport, OptimizeResult
@@ -100,7 +100,8 @@ def optimize(
     mod_or_workload:
         A :class:`~gsl_eq.workload.Workload` (a module with its weights) or a bare ``tvm.IRModule``.
     rules:
-        The rules (default :func:`gsl_eq.rules.default`). Greedy mode leaves out, naming them in
+        The rules (default :func:`gsl_eq.rules.default`, in saturate mode with ``cost="tvm"``
+        :func:`gsl_eq.rules.default` + :func:`gsl_eq.rules.cpu`). Greedy mode leaves out, naming them in
         ``report.notes``, rules whose source outputs share no node (``Subst.connected``).
     mode:
         ``"saturate"`` or ``"greedy"``.
@@ -146,7 +147,7 @@ def optimize(
                                                              time_limit=time_limit),
                                   ilp_time_limit, select, candidates, multi_iterations, cycles, search)
     model = arguments.cost_model(cost, schedules)
-    rule_list = arguments.rule_list(rules, order)
+    rule_list = arguments.rule_list(rules, order, settings.mode, model)
     given = arguments.as_workload(mod_or_workload)
     wl, report, reference, budget = prepare(given, rule_list, model, settings, start)
     if settings.mode == "greedy":
@@ -278,7 +279,7 @@ def finish(wl: Workload, chosen: Alternative | None, origins: dict[Node, frozens
     else:
         out, report.rules_used = chosen.workload, chosen.rules_used
         report.cost_after, report.calls_after = graph_cost(out.graph, model), calls(out.graph)
-        if report.rules_used == []:
+        if report.rules_used == [] and chosen.label != TVM_PASSES:
             report.notes.append("no rule's rewrite is on the result: it is the input with the computations it "
                                 "repeats merged (each computed once, as an e-graph holds it)")
     report.notes += [f"result: {unfolded} (TVM cannot build it; it stays a computation)"

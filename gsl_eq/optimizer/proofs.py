@@ -1,7 +1,8 @@
 """The proof of each graph optimize() may return, made when it is asked for (:mod:`gsl_eq.proof`).
 
 A graph greedy mode made carries its recorded history; one extracted from the e-graph has its steps
-found afterwards, toward it (:func:`gsl_eq.proof.of_goal`). Nothing is derived unless
+found afterwards, toward it (:func:`gsl_eq.proof.of_goal`); TVM's own passes' result, which measured
+selection may return, has none. Nothing is derived unless
 ``result.proof`` or a fallback's ``proof`` is read.
 """
 
@@ -13,7 +14,7 @@ from typing import Sequence
 from ..frontend import Subst
 from ..proof import Proof, of_goal, of_greedy
 from ..workload import Workload
-from .candidates import Alternative
+from .candidates import TVM_PASSES, Alternative
 
 
 #: The most seconds the search for a saturate result's steps takes (its proof then stops short).
@@ -37,7 +38,10 @@ class Prover:
         key = id(option.workload)
         if key not in self._made:
             found = option.found if option.found is not None else option.workload
-            if option.history is not None:
+            if option.label.startswith(TVM_PASSES):
+                self._made[key] = Proof(self.start, [], option.workload, complete=False,
+                                        missing="TVM's own passes made this graph, not rules: no rewrites lead to it")
+            elif option.history is not None:
                 self._made[key] = of_greedy(self.start, self.folded, option.history, option.workload)
             else:
                 self._made[key] = of_goal(self.start, self.folded, found, self.rules, option.workload, PROOF_SECONDS)

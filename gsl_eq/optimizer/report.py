@@ -78,9 +78,10 @@ class OptimizeReport:
     iterations: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     input_returned: bool = False  # the result did not cost less, or nothing was rewritten
-    #: With ``select="measured"``: each candidate's label, median seconds, round times, cost, whether
-    #: it was returned, and for the fastest and the input their times under the second draw of
-    #: schedules (``second_draw``: label, seconds, rounds, seed) when one was needed.
+    #: With ``select="measured"``: each candidate's label (the input, TVM's own passes' result, the
+    #: graphs found), median seconds, round times, cost, whether it was returned, and for one that was
+    #: timed against another (``confirmed``: a list of ``{"against": label, "second draw": ...,
+    #: "default build": ...}``) both sides' seconds and rounds under those builds.
     candidates: list[dict[str, Any]] = field(default_factory=list)
     #: The graphs that failed the final check (``"label: reason"``), in the order they were tried; each
     #: a :class:`Fallback`, whose ``proof`` shows the steps that made it.

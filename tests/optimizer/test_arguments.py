@@ -101,3 +101,16 @@ def test_a_rule_of_ones_own_named_as_a_library_rule_is_refused(wl):
 def test_cycles_is_keep_or_filter(wl):
     with pytest.raises(ValueError, match=r"unknown cycles 'drop'; choose one of keep, filter"):
         optimize(wl, rules.default(), cycles="drop")
+
+
+def test_the_default_rules_for_tvms_kernels_include_the_cpu_rules():
+    """optimize(wl, cost="tvm") in saturate mode prices the CPU forms and layouts without being asked."""
+    from gsl_eq.cost import get_cost_model
+    from gsl_eq.optimizer.arguments import rule_list
+
+    default, cpu = [r.name for r in rules.default()], {r.name for r in rules.cpu()}
+    tvm = get_cost_model("tvm")
+    assert cpu <= {r.name for r in rule_list(None, None, "saturate", tvm)}
+    assert [r.name for r in rule_list(None, None, "greedy", tvm)] == default  # greedy would take each of them
+    assert [r.name for r in rule_list(None, None, "saturate", get_cost_model("roofline"))] == default
+    assert [r.name for r in rule_list(rules.default(), None, "saturate", tvm)] == default  # rules given are kept
