@@ -428,7 +428,13 @@ def greedy_runnable(console: Console, spec: str, both: bool = False) -> list:
     return kept
 
 
+def default_rules(args: argparse.Namespace) -> str:
+    """The rule set when none is named: optimize()'s default, which adds the CPU rules to saturate mode under tvm."""
+    return DEFAULTS["rules"] + ("+cpu" if getattr(args, "mode", "") == "saturate" and args.cost == "tvm" else "")
+
+
 def run_optimize(console: Console, args: argparse.Namespace) -> int:
+    args.rules = args.rules or default_rules(args)
     wl = load_model(args.model, args.quick, args.bind)
     rules = greedy_runnable(console, args.rules) if args.mode == "greedy" else rule_set(args.rules)
     schedules = None
@@ -474,6 +480,7 @@ def run_orderings(console: Console, args: argparse.Namespace) -> int:
 
     from .orderings import compare_orderings
 
+    args.rules = args.rules or DEFAULTS["rules"]
     wl = load_model(args.model, args.quick, args.bind)
     status = (console.status("running greedy mode under each ordering, then saturation") if console.is_terminal
               else contextlib.nullcontext())
@@ -650,9 +657,10 @@ def build_parser() -> argparse.ArgumentParser:
                                      "model (a torch.nn.Module) with example_inputs")
         p.add_argument("--quick", action="store_true", help=QUICK_HELP)
         p.add_argument("--bind", type=bindings, default=None, metavar="NAME=SIZE", help=BIND_HELP)
-        p.add_argument("--rules", type=rule_set_name, default=d["rules"], metavar="SET",
+        p.add_argument("--rules", type=rule_set_name, default=None, metavar="SET",
                        help=f"the rule set, one of {', '.join(RULE_SETS)} (listed below), or a sum of them such as "
-                            f"tensat+default (default: {d['rules']})")
+                            f"tensat+default (default: {d['rules']}; {d['rules']}+cpu in saturate mode with --cost "
+                            "tvm, as optimize() chooses)")
         p.add_argument("--cost", choices=COST_MODELS, default=d["cost"],
                        help="the cost model: roofline (time on this CPU from FLOPs and bytes moved), measured "
                             "(each distinct call timed with TVM on this CPU, cached in ~/.cache/gsl_eq), tvm (TVM's "

@@ -484,3 +484,14 @@ def test_optimize_writes_its_proof_one_step_per_line(tmp_path, capsys, mode):
     data = json.loads((tmp_path / "r.json").read_text())
     assert {s["rule"] for s in rewrites} <= set(data["applications"])
     assert f"{proof} (proof: {len(steps)} steps" in capsys.readouterr().out.replace("\n", "")
+
+
+@pytest.mark.parametrize("argv, rules", [
+    (["optimize", "m"], "default"), (["optimize", "m", "--cost", "tvm"], "default+cpu"),
+    (["optimize", "m", "--cost", "tvm", "--mode", "greedy"], "default"),
+    (["optimize", "m", "--cost", "tvm", "--rules", "default+algebraic"], "default+algebraic")])
+def test_the_rule_set_left_unnamed_is_the_one_optimize_chooses(argv, rules):
+    from gsl_eq.cli import build_parser, default_rules
+
+    args = build_parser().parse_args(argv)
+    assert (args.rules or default_rules(args)) == rules
