@@ -3,8 +3,8 @@ and timed beside its input, TVM's own pass pipeline and PyTorch eager (and onnxr
 
 gsl_eq runs saturate mode with the default rules for ``cost="tvm"`` (``rules.default() + rules.cpu()``),
 priced through a schedule database drawn with seed 0; once returning the cheapest extraction, once with
-measured selection (``select="measured"``: the input and three more extractions timed under seed 0, a
-winner confirmed under seed 1). Every variant is then timed through a database drawn with seed 2, so no
+measured selection (``select="measured"``: the input, TVM's passes' result and three more extractions
+timed under seed 0, a winner confirmed under seed 1 and TVM's default build). Every variant is then timed through a database drawn with seed 2, so no
 result is judged by the schedules it was chosen under. Each model runs in a fresh process.
 
 The models of benchmarks/torch_models.py (``--exported``, or by name in ``--models``) are imported as a
@@ -168,9 +168,11 @@ def method(samples: int) -> str:
     return ("gsl_eq: saturate mode, the default rules for cost=\"tvm\" (rules.default() + rules.cpu()), cost=\"tvm\" "
             f"priced through a schedule database of {samples} MetaSchedule design-space draws per kernel (seed "
             f"{CHOOSE_SEED}), limits 50000 e-nodes, 15 iterations, 120 s; its cheapest extraction (gsl_eq), and the one "
-            f"measured selection returns (selected: the input and three more extractions timed under seed {CHOOSE_SEED}, "
-            "a winner confirmed under seed 1; the input, marked so, unless one is faster under both: optimize's input "
-            "with its parameters folded into constants, its ratios to the input that and the timing noise). TVM passes: "
+            f"measured selection returns (selected: the input, TVM's passes' result and three more extractions timed under "
+            f"seed {CHOOSE_SEED}; the baseline is the input, or TVM's passes' result where it wins over the input, and "
+            "a candidate wins only if it is faster beyond the noise under seed 0, seed 1 and TVM's default build; "
+            "the input, marked so, where nothing wins: optimize's input with its parameters folded into constants, "
+            "its ratios to the input that and the timing noise). TVM passes: "
             "the suite's pipeline (BENCHMARKS.md, suite). All three variants timed through an independently drawn "
             f"database (seed {TIME_SEED}, {samples} draws per kernel), {ROUNDS} alternating rounds of at least "
             f"{ROUND_SECONDS * 1e3:.0f} ms, median. Speedups above 1: gsl_eq runs faster.")
