@@ -7,8 +7,7 @@ past the op reading it (element-wise ops, broadcasting ops, pools, concats), so 
 ``to_nhwc`` meets it and :func:`~gsl_eq.rules.transpose_transpose` cancels the pair. Saturate
 mode then holds every place a chain could change layout, and extraction prices a chain's kernels
 and its boundary transposes together: a choice for a cost model that sees TVM's kernels
-(``cost="tvm"``, BENCHMARKS.md's cost-fidelity), not a rewrite that always pays (a depthwise conv
-runs slower channels-last on this CPU), so these rules are not in ``default()``; greedy mode
+(``cost="tvm"``, BENCHMARKS.md's cost-fidelity), not a rewrite that always pays, so these rules are not in ``default()``; greedy mode
 would convert every conv, as TVM's ``ConvertLayout`` does. TVM 0.27 cannot legalize convs in a
 blocked layout (NCHWc), so no rule offers one.
 """
@@ -35,8 +34,10 @@ def _channels_last(x: pat.Pattern) -> pat.Pattern:
 def conv_nhwc() -> Subst:
     """``conv2d(x, w)`` in NCHW/OIHW -> ``to_nchw(conv2d(to_nhwc(x), to_hwio(w)))`` in NHWC/HWIO.
 
-    When: any NCHW conv (grouped and depthwise too: TVM's kernels take them channels-last). The
-    conv keeps its strides, padding, dilation, groups and out_dtype.
+    When: an NCHW conv that is not depthwise (grouped ones too). A depthwise conv runs slower
+    channels-last on this CPU, tuned or sampled (BENCHMARKS.md's cpu-rewrites and cost-fidelity), and
+    the per-call price extraction sums, which leaves out the conv's fused epilogue, ranks it the other
+    way. The conv keeps its strides, padding, dilation, groups and out_dtype.
     """
     # Input
     x = pat.Wildcard(ndim=4)
@@ -47,7 +48,8 @@ def conv_nhwc() -> Subst:
     same = pat.same_attr(conv, ["strides", "padding", "dilation", "groups", "out_dtype"])
     nhwc = op.Conv2D(op.Transpose(x, axes=TO_NHWC), op.Transpose(w, axes=TO_HWIO), data_layout="NHWC",
                      kernel_layout="HWIO", out_layout="NHWC", **same)
-    return Subst(conv, _to_nchw(nhwc), name="conv_nhwc")
+    depthwise = (conv.groups > 1) & (conv.groups == x.shape[1]) & (w.shape[1] == 1)
+    return Subst(conv, _to_nchw(nhwc), where=~depthwise, name="conv_nhwc")
 
 
 def element_wise_of_nchw() -> Subst:

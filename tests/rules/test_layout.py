@@ -11,12 +11,10 @@ from gsl_eq.greedy import greedy
 from .support import R, ops, var, workload
 
 
-def residual_chain(channels=8, size=6, depthwise=False):
+def residual_chain(channels=8, size=6):
     """conv+bias+relu, conv+bias, + shortcut, relu, max pool, concat with a conv of it, global pool."""
     x = var("x", 1, channels, size, size)
-    groups = channels if depthwise else 1
-    y = R.nn.relu(R.add(R.nn.conv2d(x, var("w1", channels, channels // groups, 3, 3), padding=1, groups=groups),
-                        var("b1", 1, channels, 1, 1)))
+    y = R.nn.relu(R.add(R.nn.conv2d(x, var("w1", channels, channels, 3, 3), padding=1), var("b1", 1, channels, 1, 1)))
     y = R.add(R.nn.conv2d(y, var("w2", channels, channels, 3, 3), padding=1), var("b2", 1, channels, 1, 1))
     y = R.nn.max_pool2d(R.nn.relu(R.add(y, x)), pool_size=(2, 2), strides=(2, 2))
     y = R.concat([y, R.nn.conv2d(y, var("w3", channels, channels, 1, 1))], axis=1)
@@ -29,16 +27,21 @@ def test_conv_nhwc_folds_the_kernels_transpose(applies):
     applies(workload(y), rules.conv_nhwc(), {"nn.conv2d": 1, "permute_dims": 2}, {"nn.conv2d": 1, "permute_dims": 3})
 
 
-@pytest.mark.parametrize("groups", [2, 8], ids=["grouped", "depthwise"])
-def test_grouped_convs_go_channels_last(applies, groups):
+@pytest.mark.parametrize("groups, out", [(2, 8), (4, 16)], ids=["grouped", "grouped-wider"])
+def test_grouped_convs_go_channels_last(applies, groups, out):
     x = var("x", 1, 8, 6, 6)
-    y = R.nn.conv2d(x, var("w", 8, 8 // groups, 3, 3), padding=1, groups=groups)
+    y = R.nn.conv2d(x, var("w", out, 8 // groups, 3, 3), padding=1, groups=groups)
     applies(workload(y), rules.conv_nhwc(), {"nn.conv2d": 1, "permute_dims": 2}, {"nn.conv2d": 1, "permute_dims": 3})
 
 
-def test_convs_already_channels_last_stay(rejects):
-    x = var("x", 1, 6, 6, 8)
-    rejects(workload(R.nn.conv2d(x, var("w", 3, 3, 8, 4), data_layout="NHWC", kernel_layout="HWIO")), rules.conv_nhwc())
+@pytest.mark.parametrize("conv", [
+    lambda x: R.nn.conv2d(x, var("w", 8, 1, 3, 3), padding=1, groups=8),  # depthwise: slower channels-last
+    lambda x: R.nn.conv2d(x, var("w", 16, 1, 3, 3), padding=1, groups=8),  # depthwise, two outputs per channel
+    lambda x: R.nn.conv2d(R.permute_dims(x, [0, 2, 3, 1]), var("w", 3, 3, 8, 4), data_layout="NHWC",
+                          kernel_layout="HWIO"),
+], ids=["depthwise", "depth-multiplier-2", "nhwc"])
+def test_other_convs_stay(rejects, conv):
+    rejects(workload(conv(var("x", 1, 8, 6, 6))), rules.conv_nhwc())
 
 
 def test_greedy_mode_moves_a_transpose_past_its_only_reader(same_outputs):
@@ -83,8 +86,7 @@ class ChannelsLastPrice(Roofline):
         return cost * self.factor if op == "relax.nn.conv2d" and attrs.get("data_layout") == "NHWC" else cost
 
 
-CHAINS = {"residual": lambda: residual_chain(channels=16, size=8),
-          "depthwise": lambda: residual_chain(channels=16, size=8, depthwise=True), "hard-swish": hard_swish_chain}
+CHAINS = {"residual": lambda: residual_chain(channels=16, size=8), "hard-swish": hard_swish_chain}
 
 
 @pytest.mark.parametrize("chain", CHAINS)
