@@ -4,9 +4,10 @@ For each zoo model at the suite's quick size, and the issue's ResNet bottleneck 
 channels at 56 x 56): saturate mode with rules.default() under a cost model (``tvm`` by default:
 fused kernels as the schedule database schedules them), then select="measured" among 4 distinct
 candidates (the input, the result, the ILP's next cheapest extractions, the greedy ones under the
-cheap cost models), every one built through one schedule database (MetaSchedule design-space samples
-per kernel); a candidate other than the input wins only if it is faster beyond the noise there and
-again under a second, independently seeded draw. The returned graph is then timed again against the
+cheap cost models) and TVM's own passes' result, every one built through one schedule database
+(MetaSchedule design-space samples per kernel); a candidate wins over the baseline (the input, or
+TVM's passes' result where it wins over the input) only if it is faster beyond the noise there,
+again under a second, independently seeded draw, and again under TVM's default build. The returned graph is then timed again against the
 input under two schedule tables: the selection's, and a third one drawn independently of both
 draws the selection used (the check that a win is not a lucky draw), each beside more builds of the
 input (their differences are the noise band); and against TVM's own passes on the same module.
@@ -98,11 +99,12 @@ def main() -> None:
     lines = [
         f"`python benchmarks/measured_selection.py --samples {args.samples} --cost {args.cost}` on {machine()}; "
         "quick sizes (benchmarks/run.py's QUICK) and the ResNet bottleneck 256 -> 64 -> 256 at 56 x 56; saturate "
-        f"mode, rules.default(), {args.cost} cost, then `select=\"measured\"` with 4 candidates, all built "
-        f"through one schedule database (draw A: {args.samples} design-space draws per kernel, seed "
-        f"{schedules.seed}) and timed in 5 alternating rounds of 10 runs; a candidate wins only if faster than "
-        "the input beyond the noise under draw A and again under draw B (seed "
-        f"{schedules.seed + 1}), both rebuilt and timed anew. Times in ms (median round). result / input: the "
+        f"mode, rules.default(), {args.cost} cost, then `select=\"measured\"` with 4 candidates and TVM's "
+        f"passes' result, all built through one schedule database (draw A: {args.samples} design-space draws per "
+        f"kernel, seed {schedules.seed}) and timed in 5 alternating rounds of 10 runs; a candidate wins only if "
+        "faster than the baseline (the input, or TVM's passes' result where that wins over it) beyond the noise "
+        f"under draw A, again under draw B (seed {schedules.seed + 1}) and under TVM's default build, both "
+        "rebuilt and timed anew. Times in ms (median round). result / input: the "
         f"returned graph against the input, timed again after the selection ({ROUNDS} fresh alternating rounds, "
         f"other inputs) beside {AA_BUILDS} more builds of the input, under draw A and under draw C (seed "
         f"{JUDGE_SEED}, independent of both draws the selection saw); ± the noise: the largest difference of a "
