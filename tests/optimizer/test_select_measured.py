@@ -162,3 +162,23 @@ def test_measured_selection_over_the_cpu_rules_keeps_outputs_equal(schedules, sa
     same_outputs(wl, result.workload)
     if "conv1x1_as_matmul" in result.report.rules_used:
         assert result.workload.graph.op_counts().get("relax.matmul", 0) >= 1
+
+
+@pytest.mark.slow
+def test_the_cpu_call_prices_layouts_and_keeps_outputs_equal(schedules, same_outputs):
+    """The README's CPU call, optimize(wl, cost="tvm", select="measured"): the CPU forms and layouts are
+    in the e-graph without being named, TVM's passes' result is a candidate, and what is returned
+    computes what the input does."""
+    from gsl_eq.models.blocks import var
+    from gsl_eq import Workload
+    from tvm import relax
+
+    x = var("x", 1, 32, 16, 16)
+    y = relax.op.nn.relu(relax.op.nn.conv2d(x, var("w1", 32, 32, 3, 3), padding=1))
+    wl = Workload.from_expr(relax.op.nn.relu(relax.op.add(relax.op.nn.conv2d(y, var("w2", 32, 32, 3, 3), padding=1), x)),
+                            ["x"])
+    result = optimize(wl, cost="tvm", select="measured", schedules=schedules, time_limit=60)
+    assert {"conv_nhwc", "conv1x1_as_matmul"} <= set(result.report.rules)
+    assert result.report.applications["conv_nhwc"] == 2
+    assert any("TVM's passes" in c["label"] for c in result.report.candidates)
+    same_outputs(wl, result.workload)
