@@ -401,9 +401,11 @@ def test_optimize_with_measured_selection_prints_every_candidate(tmp_path, capsy
     assert main(["optimize", "inception_block", "-o", str(module), "--report", str(report), "--select", "measured",
                  "--candidates", "2", "--schedule-samples", "1", "--check"]) == 0
     data = json.loads(report.read_text())
-    assert [c["label"] for c in data["candidates"]][0] == "input" and len(data["candidates"]) == 2
+    labels = [c["label"] for c in data["candidates"]]
+    # the input, the result and TVM's own passes' result (one of them where it equals another)
+    assert labels[0] == "input" and len(labels) in (2, 3) and any("TVM's passes" in label for label in labels)
     out = capsys.readouterr().out
-    assert out.count("candidate ") == 2 and "max |diff| = 0.0e+00" in out
+    assert out.count("candidate ") == len(labels) and "max |diff| = 0.0e+00" in out
     check_clean(out)
 
 
