@@ -93,15 +93,10 @@ def resnet18() -> tuple[Any, dict[str, np.ndarray]]:
         def forward(self, x):
             return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(self.blocks(self.stem(x)), 1), 1))
 
+    from torch_models import random_batch_norms
+
     torch.manual_seed(SEED)
-    model = ResNet().eval()
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.uniform_(-0.1, 0.1)
-                m.running_mean.uniform_(-0.1, 0.1)
-                m.running_var.uniform_(0.5, 1.5)
+    model = random_batch_norms(ResNet().eval())
     x = np.random.default_rng(SEED).standard_normal((1, 3, 64, 64)).astype("float32")
     return model, {"x": x}
 

@@ -169,7 +169,13 @@ MODELS: dict[str, Callable[[], nn.Module]] = {
 def exported(name: str, size: int = 96) -> tuple[nn.Module, torch.Tensor]:
     """Model ``name`` with random weights in evaluation mode, and a random 1x3x``size``x``size`` input."""
     torch.manual_seed(SEED)
-    model = MODELS[name]()
+    model = random_batch_norms(MODELS[name]())
+    return model.eval(), torch.rand(1, 3, size, size) * 2 - 1
+
+
+def random_batch_norms(model: nn.Module) -> nn.Module:
+    """``model`` with every batch norm's scale, shift and running statistics drawn at random (the defaults,
+    mean 0 and variance 1, would make folding a batch norm into its conv test almost nothing)."""
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, nn.BatchNorm2d):
@@ -177,4 +183,4 @@ def exported(name: str, size: int = 96) -> tuple[nn.Module, torch.Tensor]:
                 m.bias.uniform_(-0.1, 0.1)
                 m.running_mean.uniform_(-0.1, 0.1)
                 m.running_var.uniform_(0.5, 1.5)
-    return model.eval(), torch.rand(1, 3, size, size) * 2 - 1
+    return model
