@@ -122,10 +122,11 @@ def optimize(
     on_iteration:
         Called with each saturation :class:`~gsl_eq.egraph.Iteration`.
     select:
-        ``"cost"``, or ``"measured"``: the input and up to ``candidates - 1`` other graphs are built
-        through ``schedules`` and timed (:mod:`gsl_eq.optimizer.selection`); a candidate replaces the
-        input only if it is faster beyond the noise under two independent draws of schedules. This
-        timing comes after ``time_limit``.
+        ``"cost"``, or ``"measured"``: the input, TVM's own passes' result and up to ``candidates - 1``
+        other graphs are built through ``schedules`` and timed (:mod:`gsl_eq.optimizer.selection`); a
+        candidate replaces the baseline (the input, or TVM's passes' result where that wins over it) only
+        if it is faster beyond the noise under two independent draws of schedules and under TVM's
+        default build. This timing comes after ``time_limit``.
     candidates:
         How many graphs measured selection times, the input included.
     schedules:
