@@ -52,7 +52,8 @@ from .broadcast import (
     split_of_element_wise,
     split_of_split_broadcast,
 )
-from .cpu_forms import conv1x1_as_matmul, strided_conv1x1_as_matmul
+from .cpu_forms import (channel_shuffle_as_take, conv1x1_as_matmul, split_of_channel_shuffle,
+                        strided_conv1x1_as_matmul)
 from .layout import (
     adaptive_pool_of_nchw,
     avg_pool_of_nchw,
@@ -99,7 +100,7 @@ __all__ = [
     "parallel_conv_expand_kernels_bias_act",
     "adaptive_pool_of_nchw", "avg_pool_of_nchw", "broadcast_of_nchw", "concat_of_nchw", "concat_of_nchw_right",
     "conv_nhwc", "element_wise_of_nchw", "layouts", "max_pool_of_nchw",
-    "TVM_PASSES", "all", "conv1x1_as_matmul", "cpu", "strided_conv1x1_as_matmul", "bias_add_add", "bias_add_right", "bool_cumsum", "bool_equal", "conv_batch_norm", "conv_bias_batch_norm", "conv_mul", "conv_shortcut_add", "default",
+    "TVM_PASSES", "all", "channel_shuffle_as_take", "conv1x1_as_matmul", "cpu", "split_of_channel_shuffle", "strided_conv1x1_as_matmul", "bias_add_add", "bias_add_right", "bool_cumsum", "bool_equal", "conv_batch_norm", "conv_bias_batch_norm", "conv_mul", "conv_shortcut_add", "default",
     "diamond_conv_add", "dispatch_tuple", "fusion", "identity_reshape", "lower_batch_norm", "lower_layer_norm",
     "legalize", "lowering", "merge_element_wise", "merge_element_wise_variadic", "parallel_conv", "parallel_conv_expand_kernels",
     "parallel_conv_variadic", "parallel_group_conv_variadic", "parallel_matmul", "parallel_matmul_bias_variadic",
@@ -154,9 +155,11 @@ def default() -> list[Subst]:
 def cpu() -> list[Subst]:
     """Forms and layouts TVM's CPU backend may run faster, for a cost model that sees its kernels
     (``cost="tvm"``) or measured selection: a 1x1 conv as a matrix product
-    (:mod:`~gsl_eq.rules.cpu_forms`) and convs with their chains channels-last (:func:`layouts`).
+    (:mod:`~gsl_eq.rules.cpu_forms`), a channel shuffle as a gather, and convs with their chains
+    channels-last (:func:`layouts`).
     What ``optimize(wl, cost="tvm")`` adds to :func:`default` in saturate mode."""
-    return [conv1x1_as_matmul(), strided_conv1x1_as_matmul(), *layouts()]
+    return [conv1x1_as_matmul(), strided_conv1x1_as_matmul(), split_of_channel_shuffle(), channel_shuffle_as_take(),
+            *layouts()]
 
 
 def all() -> list[Subst]:  # noqa: A001  (rules.all(), as the groups are named)

@@ -2,14 +2,18 @@
 sides (``benchmarks/cpu_rewrites.py``, BENCHMARKS.md's cpu-rewrites section).
 
 A 1x1 convolution is a matrix product over channels, and the reshapes around the product are
-views. Tuned by MetaSchedule, the product runs faster than some 1x1 convs and slower than others:
-a choice for a cost model that sees TVM's kernels (``cost="tvm"``) or for measured selection, not
-a rewrite that always pays, so these rules are not in ``default()``.
+views. Tuned by MetaSchedule, the product runs faster than some 1x1 convs and slower than others.
+A channel shuffle (reshape, transpose, reshape, as ShuffleNet writes it) is a gather of channels by
+constant indices, which TVM fuses into a plain copy where the shuffle's kernel computes every
+element's source index. Each is a choice for a cost model that sees TVM's kernels (``cost="tvm"``)
+or for measured selection, not a rewrite that always pays, so these rules are not in ``default()``.
 """
 
 from __future__ import annotations
 
-from ..frontend import Subst, op, pat
+import numpy as np
+
+from ..frontend import Subst, attr, op, pat
 from ._common import NCHW
 
 
@@ -55,3 +59,56 @@ def strided_conv1x1_as_matmul() -> Subst:
     y = op.Reshape(product, shape=(n, o, h, width))
     return Subst(conv, y, where=conv.strides != (1, 1), name="strided_conv1x1_as_matmul")
 
+
+
+def _shuffled(channels: int, groups: int, start: int, stop: int) -> np.ndarray:
+    """The channels a shuffle of ``channels`` in ``groups`` puts at places ``start`` to ``stop``:
+    place ``i * groups + j`` holds channel ``j * (channels // groups) + i``."""
+    order = np.arange(channels).reshape(groups, channels // groups).T.reshape(-1)
+    return order[start:stop].astype("int64")
+
+
+def _channel_shuffle() -> tuple[pat.Pattern, pat.Pattern, pat.Pattern, attr.AttrExpr]:
+    """``x``, the grouping reshape, and ``reshape(permute_dims(reshape(x, (N, g, C/g, H, W)), (0, 2, 1, 3, 4)), x.shape)``."""
+    x = pat.Wildcard(ndim=4)
+    n, c, h, w = x.shape[0], x.shape[1], x.shape[2], x.shape[3]
+    grouped = op.Reshape(x, ndim=5)
+    swapped = op.Transpose(grouped, axes=(0, 2, 1, 3, 4))
+    shuffled = op.Reshape(swapped, shape=x.shape)
+    grouping = (grouped.shape[0] == n) & (grouped.shape[1] * grouped.shape[2] == c) & (grouped.shape[3] == h) \
+        & (grouped.shape[4] == w)
+    return x, grouped, shuffled, grouping
+
+
+def channel_shuffle_as_take() -> Subst:
+    """A channel shuffle ``reshape(permute_dims(reshape(x, (N, g, C/g, H, W)), (0, 2, 1, 3, 4)), (N, C, H, W))``
+    -> ``take(x, order, axis=1)``, ``order`` the constant channel indices the shuffle takes.
+
+    When: the first reshape splits only the channel axis, into ``g`` groups.
+    """
+    # Input, and source pattern: the shuffle
+    x, grouped, shuffled, grouping = _channel_shuffle()
+    # Target pattern: a gather of channels
+    order = pat.Const(fill=_shuffled, channels=x.shape[1], groups=grouped.shape[1], start=0, stop=x.shape[1])
+    return Subst(shuffled, op.Take(x, order, axis=1, mode="clip"), where=grouping, name="channel_shuffle_as_take")
+
+
+def split_of_channel_shuffle() -> Subst:
+    """``split(shuffle(x), 2, axis=1)`` -> ``take(x, order[:k], axis=1), take(x, order[k:], axis=1)``: each
+    part of a shuffled tensor gathered from ``x`` at once (a ShuffleNet unit splits what the
+    unit before shuffled).
+
+    When: a channel shuffle as :func:`channel_shuffle_as_take` takes it, split in two along channels.
+    """
+    # Input, and source pattern: a split of the shuffle
+    x, grouped, shuffled, grouping = _channel_shuffle()
+    split = op.Split(shuffled, length=2, axis=1)
+    first, second = split[0], split[1]
+    # Target pattern: a gather for each part
+    c, k = x.shape[1], first.shape[1]
+
+    def gather(start: attr.AttrExpr, stop: attr.AttrExpr) -> pat.Call:
+        order = pat.Const(fill=_shuffled, channels=c, groups=grouped.shape[1], start=start, stop=stop)
+        return op.Take(x, order, axis=1, mode="clip")
+
+    return Subst([first, second], [gather(0, k), gather(k, c)], where=grouping, name="split_of_channel_shuffle")
