@@ -81,9 +81,9 @@ def _channel_shuffle() -> tuple[pat.Pattern, pat.Pattern, pat.Pattern, attr.Attr
 
 
 def channel_shuffle_as_take() -> Subst:
-    """A channel shuffle ``reshape(permute_dims(reshape(x, (N, g, C/g, H, W)), (0, 2, 1, 3, 4)), (N, C, H, W))``
-    -> ``take(x, order, axis=1)``, ``order`` the constant channel indices the shuffle takes.
+    """A channel shuffle -> ``take(x, order, axis=1)``, ``order`` the constant channel indices it takes.
 
+    The shuffle is ``reshape(permute_dims(reshape(x, (N, g, C/g, H, W)), (0, 2, 1, 3, 4)), (N, C, H, W))``.
     When: the first reshape splits only the channel axis, into ``g`` groups.
     """
     # Input, and source pattern: the shuffle
