@@ -186,11 +186,13 @@ class ScheduleDatabase:
 
     # --- one kernel ----------------------------------------------------------------------
     def key(self, kernel: tvm.IRModule) -> str:
-        """The cache key of ``kernel``: its structural hash, the target, draws, seed and TVM's version."""
+        """The cache key of ``kernel``: its structural hash, the target, draws, seed, TVM's version and
+        the threads TVM's runtime runs kernels on (``TVM_NUM_THREADS``; by default half the cores)."""
         import tvm_ffi
 
         draws = f"tuned {self.trials}" if self.trials else self.samples
-        return f"{tvm_ffi.structural_hash(kernel)}|{self.target}|{draws}|{self.seed}|{tvm.__version__}"
+        threads = tvm.runtime.num_threads()
+        return f"{tvm_ffi.structural_hash(kernel)}|{self.target}|{draws}|{self.seed}|{tvm.__version__}|{threads}"
 
     def measure(self, kernel: tvm.IRModule) -> tuple[Any, Choice]:
         """Draw and time ``kernel``'s samples, or tune it (the cache is neither read nor written):
