@@ -13,6 +13,9 @@ draws the selection used (the check that a win is not a lucky draw), each beside
 input (their differences are the noise band); and against TVM's own passes on the same module.
 
     python benchmarks/measured_selection.py [--models resnet50,bert] [--samples 4] [--cost tvm]
+    python benchmarks/measured_selection.py --models resnet_bottleneck --rules default+algebraic
+
+Rules other than ``default`` write a section of their own (``select-measured-<rules>``).
 """
 
 from __future__ import annotations
@@ -60,13 +63,15 @@ def versus_input(wl, result, passes, schedules) -> tuple[float, float, float]:
 
 
 def main() -> None:
-    from gsl_eq import optimize, rules
+    from gsl_eq import optimize
     from gsl_eq.measure.schedule_db import ScheduleDatabase
+    from gsl_eq.rules.sets import rule_set
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--samples", type=int, default=4, help="design-space draws per kernel")
     parser.add_argument("--cost", default="tvm", help="the cost model saturate mode extracts with")
+    parser.add_argument("--rules", default="default", help="a rule set or a sum of them (default+algebraic)")
     args = parser.parse_args()
     schedules = ScheduleDatabase(samples=args.samples)
     judge = schedules.reseeded(JUDGE_SEED)
@@ -74,7 +79,7 @@ def main() -> None:
     for name in args.models.split(","):
         wl = model(name)
         start = time.perf_counter()
-        result = optimize(wl, rules.default(), mode="saturate", cost=args.cost, node_limit=50_000, iter_limit=15,
+        result = optimize(wl, rule_set(args.rules), mode="saturate", cost=args.cost, node_limit=50_000, iter_limit=15,
                           time_limit=120, select="measured", candidates=4, schedules=schedules)
         total = time.perf_counter() - start
         timed = result.report.candidates
@@ -96,10 +101,13 @@ def main() -> None:
                      *(f"{passes_ratio:.3f}" for _, _, passes_ratio in ratios), "yes" if faster else "no",
                      f"{total:.0f}", f"{diff:.1e}"])
         print(*rows[-1], sep="\t", flush=True)
+    chosen = "" if args.models == ",".join(MODELS) else f" --models {args.models}"
+    named = "" if args.rules == "default" else f" --rules {args.rules}"
     lines = [
-        f"`python benchmarks/measured_selection.py --samples {args.samples} --cost {args.cost}` on {machine()}; "
+        f"`python benchmarks/measured_selection.py{chosen} --samples {args.samples} --cost {args.cost}{named}` on "
+        f"{machine()}; "
         "quick sizes (benchmarks/run.py's QUICK) and the ResNet bottleneck 256 -> 64 -> 256 at 56 x 56; saturate "
-        f"mode, rules.default(), {args.cost} cost, then `select=\"measured\"` with 4 candidates and TVM's "
+        f"mode, the rules {args.rules}, {args.cost} cost, then `select=\"measured\"` with 4 candidates and TVM's "
         f"passes' result, all built through one schedule database (draw A: {args.samples} design-space draws per "
         f"kernel, seed {schedules.seed}) and timed in 5 alternating rounds of 10 runs; a candidate wins only if "
         "faster than the baseline (the input, or TVM's passes' result where that wins over it) beyond the noise "
@@ -118,7 +126,7 @@ def main() -> None:
                "result / input (C)", "within noise", "result / TVM passes (A)", "result / TVM passes (C)",
                "faster than both", "total (s)", "diff"], rows),
     ]
-    write_section("select-measured", "\n".join(lines))
+    write_section("select-measured" if args.rules == "default" else f"select-measured-{args.rules}", "\n".join(lines))
 
 
 if __name__ == "__main__":
