@@ -1,12 +1,14 @@
 """Saturate mode's proof: rule applications found on the input that lead, step by step, to the extracted graph.
 
 The extracted graph (the goal) is a set of nodes, each known by its structural key
-(:func:`~gsl_eq.graph.diff.node_keys`). Starting from the input, a pass of each rule takes the matches
-that replace nodes the goal does not hold by nodes it does (the targets' outputs are goal nodes), as
-greedy mode's matcher finds them, inner nodes left to their other readers as an e-graph keeps them;
-passes repeat until the graph is the goal. A variadic match may take the smaller group a tuple of the
-goal holds (an e-graph merges groups of fixed sizes); where no single match brings the graph closer, a
-chain of a few rewrites whose middle forms the goal lacks may (:func:`_chain`). Each match is one step. Every
+(:func:`~gsl_eq.graph.diff.node_keys`). Starting from the input, each pass is one rule's: of all the
+rules' matches that replace nodes the goal does not hold by nodes closer to it, as greedy mode's
+matcher finds them (inner nodes left to their other readers, as an e-graph keeps them), the pass of
+the rule that takes the graph closest; so a rule whose match gains a little never uses up the match
+of one that gains more. Passes repeat until the graph is the goal. A variadic match may take the
+smaller group a tuple of the goal holds (an e-graph merges groups of fixed sizes); where no single
+match brings the graph closer, a chain of a few rewrites whose middle forms the goal lacks may
+(:func:`_chain`). Each match is one step. Every
 node of the goal is an e-node some rule's target built, or the input's, so the rules that built the
 goal's nodes find them again, in an order where each match exists in the graph the steps before made.
 """
@@ -14,6 +16,7 @@ goal's nodes find them again, in an order where each match exists in the graph t
 from __future__ import annotations
 
 import time
+from functools import lru_cache
 from typing import Sequence
 
 from ..frontend import Subst
@@ -54,31 +57,33 @@ def derive(start: Graph, goal: Graph, rules: Sequence[Subst], deadline: float | 
         if not places:
             merged = merge_common(current)
             return (steps if merged is current else [*steps, Step("merge", merged)]), merged, None
-        progressed = False
-        for rule in runnable:
-            if deadline is not None and time.perf_counter() > deadline:
-                return steps, current, "the time limit ended the search for the steps"
-            batch = _toward(current, rule, keys, places, aim)
-            if not batch:
-                continue
-            made, after = sequenced(current, rule, batch, shared=True)
-            key = structural_key(after)
-            if key in seen:
-                continue
-            seen.add(key)
-            steps += made
-            current, keys, progressed = after, node_keys(after), True
-            places = aim.places(current, keys)
-            if not places:
-                break
-        if not progressed:
-            chain = _chain(current, runnable, aim, CHAIN_DEPTH, seen, deadline)
-            if not chain:
-                return steps, current, (f"no rule's match, nor a chain of {CHAIN_DEPTH}, brings the graph "
-                                        f"closer to the extracted one at {len(places)} places where they differ")
-            steps += chain
-            current = chain[-1].after
-            seen.add(structural_key(current))
+        if deadline is not None and time.perf_counter() > deadline:
+            return steps, current, "the time limit ended the search for the steps"
+        made = _best_pass(current, runnable, keys, places, aim, seen) or _chain(
+            current, runnable, aim, CHAIN_DEPTH, seen, deadline)
+        if not made:
+            return steps, current, (f"no rule's match, nor a chain of {CHAIN_DEPTH}, brings the graph "
+                                    f"closer to the extracted one at {len(places)} places where they differ")
+        steps += made
+        current = made[-1].after
+        seen.add(structural_key(current))
+
+
+def _best_pass(graph: Graph, rules: Sequence[Subst], keys: dict[Node, int], places: dict[Node, Node | None],
+               aim: "_Goal", seen: set[int]) -> list[Step]:
+    """The steps of the pass of one rule that takes ``graph`` closest to the goal (the first such rule
+    of ``rules``), to a graph not ``seen`` before: of all rules, since a rule whose match takes the
+    graph a little closer may use up the match of another that takes it further. Empty if none."""
+    found = [(gain, k, batch) for k, rule in enumerate(rules)
+             for batch, gain in [_toward(graph, rule, keys, places, aim)] if batch]
+    for _, k, batch in sorted(found, key=lambda f: (-f[0], f[1])):
+        try:
+            made, after = sequenced(graph, rules[k], batch, shared=True)
+        except ReplayError:  # a match of the batch, applied after the others, would make a cycle
+            continue
+        if structural_key(after) not in seen:
+            return made
+    return []
 
 
 #: The most rewrites a chain takes whose first ones bring the graph no closer to the goal.
@@ -238,15 +243,17 @@ class _Goal:
 
 
 def _toward(graph: Graph, rule: Subst, keys: dict[Node, int], places: dict[Node, Node | None], aim: _Goal
-            ) -> list[tuple[Node, ...]]:
+            ) -> tuple[list[tuple[Node, ...]], int]:
     """The matches of ``rule`` in ``graph`` (none overlapping) whose targets agree more with the goal, in
-    the places of their outputs, than the outputs did; each by its source outputs. A variadic match
+    the places of their outputs, than the outputs did, each by its source outputs, and how much closer
+    they take the graph in all. A variadic match
     may take fewer instances, grouped as a tuple of the goal groups them (an e-graph merges groups of
     fixed sizes)."""
     scratch = dict(keys)
     matcher = Matcher(rule, graph, shared_inner=True)
     first = matcher.first_output()
     taken: list[tuple[Node, ...]] = []
+    total = 0
     for node in graph.rpo():
         if node in matcher.consumed or not may_match(first, node):
             continue
@@ -258,7 +265,8 @@ def _toward(graph: Graph, rule: Subst, keys: dict[Node, int], places: dict[Node,
         if best is not None:
             matcher.consumed.update(n for p, n in matched_nodes(best) if p not in matcher.inputs)
             taken.append(tuple(best.outputs))
-    return taken
+            total += gained
+    return taken, total
 
 
 def _gain(m: Match, rule: Subst, places: dict[Node, Node | None], aim: _Goal, scratch: dict[Node, int],
@@ -278,11 +286,14 @@ def _gain(m: Match, rule: Subst, places: dict[Node, Node | None], aim: _Goal, sc
 def _options(matcher: Matcher, node: Node, rule: Subst, aim: _Goal, scratch: dict[Node, int],
              keys: dict[Node, int]) -> list[Match]:
     """The matches whose first source output is ``node``: the greedy one and, for a variadic source,
-    the groups of its instances that the goal's tuples take."""
+    the groups of its instances that the goal's tuples take; for two source outputs, each other
+    partner of ``node`` (:func:`_partnered`)."""
     m = matcher.match_at(node)
     if m is None:
         return []
-    if not rule.variadic or len(m.outputs) < 2:
+    if not rule.variadic:
+        return [m, *_partnered(matcher, m)] if len(m.outputs) == 2 else [m]
+    if len(m.outputs) < 2:
         return [m]
     built = build_target(rule, m)
     if isinstance(built, Rejection):
@@ -299,3 +310,53 @@ def _options(matcher: Matcher, node: Node, rule: Subst, aim: _Goal, scratch: dic
         if sub is not None:
             options.append(sub)
     return options
+
+
+#: The most partners of a two-output match tried besides the greedy one.
+PARTNERS = 32
+#: How many readers up from the nodes a match's inputs bound its partners are looked for.
+PARTNER_DEPTH = 3
+
+
+def _partnered(matcher: Matcher, m: Match) -> list[Match]:
+    """The matches of ``m``'s two-output rule that pair its first output with another node that reads,
+    within a few readers up, the nodes its inputs bound (the greedy matcher takes the first partner
+    it meets; an e-graph merges any pair),
+    in either order where the rule is symmetric."""
+    first, second = m.outputs
+    pattern = matcher.rule.source.outputs[1]
+    inner = {n for _, n in matched_nodes(m)}
+    near = [n for p, n in matched_nodes(m) if p in matcher.inputs]
+    for _ in range(PARTNER_DEPTH):
+        near = list(dict.fromkeys([*near, *(r for n in near for r in matcher.succ.get(n, ()))]))
+    below = _below(matcher.graph)
+    partners = [r for r in near if r is not second and r not in inner and may_match(pattern, r)
+                and not _reads(below, r, first) and not _reads(below, first, r)][:PARTNERS]
+    orders = [(first, r) for r in partners]
+    if matcher.rule.symmetric:
+        orders += [(r, first) for r in partners] + [(second, first)]
+    found = []
+    for outputs in orders:
+        other = matcher.match_outputs(outputs)
+        if other is not None:
+            found.append(other)
+    return found
+
+
+@lru_cache(maxsize=8)
+def _below(graph: Graph) -> dict[Node, int]:
+    """Each node of ``graph`` with the nodes it reads, through any path, and itself, as bits of their
+    positions in reverse post-order (the highest bit is the node's own): two outputs of one rewrite
+    must not read each other, or the rewrite would make a cycle."""
+    below: dict[Node, int] = {}
+    for k, node in enumerate(graph.rpo()):
+        bits = 1 << k
+        for i in node.inputs:
+            bits |= below[i]
+        below[node] = bits
+    return below
+
+
+def _reads(below: dict[Node, int], a: Node, b: Node) -> bool:
+    """Whether ``a`` reads ``b``, through any path (:func:`_below`)."""
+    return bool(below[a] >> (below[b].bit_length() - 1) & 1)

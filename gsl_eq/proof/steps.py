@@ -124,7 +124,8 @@ def apply_rule(graph: Graph, rule: Subst, outputs: Sequence[Node], shared: bool 
     Raises
     ------
     ReplayError
-        The rule does not match there, or its target cannot be built.
+        The rule does not match there, its target cannot be built, or replacing the outputs by it
+        makes a cycle.
     """
     matcher = Matcher(rule, graph, shared_inner=shared)
     if rule.variadic:
@@ -139,7 +140,10 @@ def apply_rule(graph: Graph, rule: Subst, outputs: Sequence[Node], shared: bool 
     if isinstance(built, Rejection):
         raise ReplayError(f"rule {rule.name}'s target cannot be built at {_op(outputs[0])}: {built}")
     memo: dict[Node, Node] = {}
-    after = graph.replace(dict(zip(m.outputs, built.targets)), memo=memo)
+    try:
+        after = graph.replace(dict(zip(m.outputs, built.targets)), memo=memo)
+    except ValueError as err:  # an inner node shared with a reader of an output: a cycle
+        raise ReplayError(f"rule {rule.name} at {_op(outputs[0])}: {err}") from None
     return Applied(after, m, built, memo)
 
 
