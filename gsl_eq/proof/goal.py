@@ -40,42 +40,56 @@ def derive(start: Graph, goal: Graph, rules: Sequence[Subst], deadline: float | 
     goal
         The graph to reach.
     rules
-        The rules the steps may apply (those with a connected source).
+        The rules the steps may apply (those with a connected source, and those of two outputs
+        sharing no pattern, paired with nodes near each other).
     deadline
         A ``time.perf_counter()`` time past which no pass starts.
     """
     aim = _Goal(goal)
     steps: list[Step] = []
-    current = merge_common(start)
-    if current is not start:
-        steps.append(Step("merge", current))
-    runnable = [rule for rule in rules if rule.connected]
+    current = _merged(start, steps)
+    runnable = [rule for rule in rules if rule.connected or (not rule.variadic and len(rule.source.outputs) == 2)]
     seen = {structural_key(current)}  # the graphs the steps made: none is made twice
     while True:
         keys = node_keys(current)
         places = aim.places(current, keys)
         if not places:
-            merged = merge_common(current)
-            return (steps if merged is current else [*steps, Step("merge", merged)]), merged, None
+            return steps, _merged(current, steps), None
         if deadline is not None and time.perf_counter() > deadline:
             return steps, current, "the time limit ended the search for the steps"
-        made = _best_pass(current, runnable, keys, places, aim, seen) or _chain(
+        made = _best_pass(current, runnable, keys, places, aim, seen, deadline) or _chain(
             current, runnable, aim, CHAIN_DEPTH, seen, deadline)
+        if not made and deadline is not None and time.perf_counter() > deadline:
+            return steps, current, "the time limit ended the search for the steps"
         if not made:
             return steps, current, (f"no rule's match, nor a chain of {CHAIN_DEPTH}, brings the graph "
                                     f"closer to the extracted one at {len(places)} places where they differ")
         steps += made
-        current = made[-1].after
+        current = _merged(made[-1].after, steps)  # an e-class is one node: copies a pass made would not match as one
         seen.add(structural_key(current))
 
 
+def _merged(graph: Graph, steps: list[Step]) -> Graph:
+    """``graph`` with computations done twice merged, a merge step added to ``steps`` if any were."""
+    merged = merge_common(graph)
+    if merged is not graph:
+        steps.append(Step("merge", merged))
+    return merged
+
+
 def _best_pass(graph: Graph, rules: Sequence[Subst], keys: dict[Node, int], places: dict[Node, Node | None],
-               aim: "_Goal", seen: set[int]) -> list[Step]:
+               aim: "_Goal", seen: set[int], deadline: float | None = None) -> list[Step]:
     """The steps of the pass of one rule that takes ``graph`` closest to the goal (the first such rule
     of ``rules``), to a graph not ``seen`` before: of all rules, since a rule whose match takes the
-    graph a little closer may use up the match of another that takes it further. Empty if none."""
-    found = [(gain, k, batch) for k, rule in enumerate(rules)
-             for batch, gain in [_toward(graph, rule, keys, places, aim)] if batch]
+    graph a little closer may use up the match of another that takes it further. Empty if none, or
+    if the ``deadline`` passes first."""
+    found = []
+    for k, rule in enumerate(rules):
+        if deadline is not None and time.perf_counter() > deadline:
+            return []
+        batch, gain = _toward(graph, rule, keys, places, aim)
+        if batch:
+            found.append((gain, k, batch))
     for _, k, batch in sorted(found, key=lambda f: (-f[0], f[1])):
         try:
             made, after = sequenced(graph, rules[k], batch, shared=True)
@@ -162,6 +176,7 @@ class _Goal:
         self.keys = node_keys(goal)
         self.held = set(self.keys.values())
         self.tuples = [node for node in goal.rpo() if node.kind is Kind.TUPLE]
+        self.labels = {node: label(node) for node in goal.rpo()}
         self.size: dict[Node, int] = {}
         for node in goal.rpo():
             self.size[node] = min(1 + sum(self.size[i] for i in node.inputs), 1 << 30)
@@ -230,16 +245,27 @@ class _Goal:
         return made
 
     def closeness(self, node: Node, want: Node, keys: dict[Node, int]) -> int:
-        """How much of ``want``'s tree ``node`` agrees with, from the top down."""
-        total, stack = 0, [(node, want)]
+        """How much of ``want``'s tree ``node`` agrees with, from the top down: a pair of nodes alike
+        counts one and what their inputs agree with, a pair equal the size of ``want``'s tree (each
+        pair counted once, as the trees share their subtrees)."""
+        memo: dict[tuple[Node, Node], int] = {}
+        stack = [(node, want)]
         while stack:
-            a, b = stack.pop()
-            if node_key(a, keys) == self.keys[b]:
-                total += self.size[b]
-            elif label(a) == label(b) and len(a.inputs) == len(b.inputs):
-                total += 1
-                stack.extend(zip(a.inputs, b.inputs))
-        return total
+            a, b = pair = stack[-1]
+            if pair in memo:
+                stack.pop()
+            elif node_key(a, keys) == self.keys[b]:
+                memo[pair] = self.size[b]
+            elif label(a) != self.labels[b] or len(a.inputs) != len(b.inputs):
+                memo[pair] = 0
+            else:
+                below = list(zip(a.inputs, b.inputs))
+                waiting = [p for p in below if p not in memo]
+                if waiting:
+                    stack.extend(waiting)
+                else:
+                    memo[pair] = 1 + sum(memo[p] for p in below)
+        return memo[(node, want)]
 
 
 def _toward(graph: Graph, rule: Subst, keys: dict[Node, int], places: dict[Node, Node | None], aim: _Goal
@@ -288,11 +314,13 @@ def _options(matcher: Matcher, node: Node, rule: Subst, aim: _Goal, scratch: dic
     """The matches whose first source output is ``node``: the greedy one and, for a variadic source,
     the groups of its instances that the goal's tuples take; for two source outputs, each other
     partner of ``node`` (:func:`_partnered`)."""
+    if not rule.connected:  # two source outputs sharing no pattern: an e-graph pairs any two e-classes
+        return _partnered(matcher, node, None)
     m = matcher.match_at(node)
     if m is None:
         return []
     if not rule.variadic:
-        return [m, *_partnered(matcher, m)] if len(m.outputs) == 2 else [m]
+        return [m, *_partnered(matcher, node, m)] if len(m.outputs) == 2 else [m]
     if len(m.outputs) < 2:
         return [m]
     built = build_target(rule, m)
@@ -318,23 +346,27 @@ PARTNERS = 32
 PARTNER_DEPTH = 3
 
 
-def _partnered(matcher: Matcher, m: Match) -> list[Match]:
-    """The matches of ``m``'s two-output rule that pair its first output with another node that reads,
-    within a few readers up, the nodes its inputs bound (the greedy matcher takes the first partner
-    it meets; an e-graph merges any pair),
-    in either order where the rule is symmetric."""
-    first, second = m.outputs
-    pattern = matcher.rule.source.outputs[1]
-    inner = {n for _, n in matched_nodes(m)}
-    near = [n for p, n in matched_nodes(m) if p in matcher.inputs]
+def _partnered(matcher: Matcher, first: Node, m: Match | None) -> list[Match]:
+    """The matches of a two-output rule that pair ``first`` with another node that reads, within a few
+    readers up, the nodes the inputs of ``first``'s match ``m`` bound, or what they read (the greedy
+    matcher takes the first partner it meets; an e-graph merges any pair); without ``m`` (a source
+    whose outputs share no pattern), what ``first`` reads and what that reads. In either order where
+    the rule is symmetric."""
+    if m is None:
+        bound, inner, second = list(first.inputs), {first}, None
+    else:
+        bound = [n for p, n in matched_nodes(m) if p in matcher.inputs]
+        inner, second = {n for _, n in matched_nodes(m)}, m.outputs[1]
+    near = list(dict.fromkeys([*bound, *(i for n in bound for i in n.inputs)]))
     for _ in range(PARTNER_DEPTH):
         near = list(dict.fromkeys([*near, *(r for n in near for r in matcher.succ.get(n, ()))]))
+    pattern = matcher.rule.source.outputs[1]
     below = _below(matcher.graph)
     partners = [r for r in near if r is not second and r not in inner and may_match(pattern, r)
                 and not _reads(below, r, first) and not _reads(below, first, r)][:PARTNERS]
     orders = [(first, r) for r in partners]
     if matcher.rule.symmetric:
-        orders += [(r, first) for r in partners] + [(second, first)]
+        orders += [(r, first) for r in partners] + ([(second, first)] if second is not None else [])
     found = []
     for outputs in orders:
         other = matcher.match_outputs(outputs)
