@@ -110,3 +110,21 @@ def test_saturate_proofs_take_chains_whose_middle_forms_the_result_lacks(name: s
     assert expected <= used
     assert proof.check(trials=1) is None
     _outputs_equal(wl, proof.replay(wl))
+
+
+@pytest.mark.slow
+def test_a_saturate_proof_pairs_the_convs_tensat_merges() -> None:
+    """TENSAT's NasNet-A under its own rules: the e-graph merges convs of one input pairwise (a two-output
+    rule, which an e-graph applies to every pair); the proof pairs them among the near nodes, merges
+    what the pairs build twice, and replays into the result."""
+    from gsl_eq import models
+
+    wl = models.tensat_model("nasnet_a")
+    result = optimize(wl, rules.tensat(), mode="saturate", time_limit=30, cost="gpu", multi_iterations=1,
+                      cycles="filter")
+    proof = result.proof
+    assert proof.complete, proof.missing
+    assert same_workload(proof.replay(wl), result.workload)
+    assert any(len(s.rule.source.outputs) == 2 for s in proof.rule_steps)
+    assert any(s.kind == "merge" for s in proof.steps)
+    assert result.report.calls_after < result.report.calls_before
