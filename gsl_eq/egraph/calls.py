@@ -10,7 +10,8 @@ is left out of the iteration's search (:meth:`EngineCalls._affordable`), unless 
 comes from matches on a far smaller e-graph and the search, tried on a forked copy, ends within a
 share of the time left (:meth:`EngineCalls._probed_in_time`); a multi-output source's search
 predicted so is tried first, unless predicted at milliseconds, and left out if the trial does not
-end. Its matches are counted per GSL rule from egglog's names for the rules it compiles
+end; those predicted at milliseconds, on an e-graph grown twice over since, are tried together on one
+copy (:meth:`EngineCalls._late_of_group`). Its matches are counted per GSL rule from egglog's names for the rules it compiles
 (:mod:`.compile`).
 """
 
@@ -21,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ..run.bounded import run_bounded
+from ..run.bounded import IN_PROCESS_ENODES, run_bounded
 
 
 @dataclass
@@ -61,6 +62,11 @@ PROBE_SHARE = 0.25
 #: fork costs more than such a search, and many trials of cheap searches add up, while the explosive
 #: searches are predicted at seconds and more.
 TRIAL_FLOOR = 0.1
+#: Multi-output searches on an e-graph grown this many times since their record, predicted under
+#: :data:`TRIAL_FLOOR`, are tried together on one forked copy: a search that found nothing can turn
+#: endless within one iteration's growth (a variadic source's join over split parts, as new parts gain
+#: readers), and a record of no matches predicts nothing.
+GROUP_GROWTH = 2.0
 
 
 class OutOfTime(Exception):
@@ -129,29 +135,51 @@ class EngineCalls:
         :data:`TRIAL_FLOOR`, however far within the time left: its matches can outgrow any power of the
         e-graph's growth (sums regrouped by associativity give a variadic merge ever more operands, so
         that a search predicted within the time left can find millions of matches and overrun the
-        limit, the more so with each operand more)."""
+        limit, the more so with each operand more); those predicted under it are tried together once the
+        e-graph has grown :data:`GROUP_GROWTH` times (:meth:`_late_of_group`)."""
         left, size = self.deadline - time.perf_counter(), self._size()
         predicted = {k: self._predicted([f"search_{k}"], size) for k in rules}
         late = [k for k in rules if (predicted[k] > left
                                      or predicted[k] >= TRIAL_FLOOR and self._stale(k, size) and self._multi_output(k))
                 and not self._probed_in_time(k, size)]
+        grown = [k for k in rules if k not in late and predicted[k] < TRIAL_FLOOR and self._multi_output(k)
+                 and size > IN_PROCESS_ENODES and self._stale(k, size, GROUP_GROWTH)]
+        late += self._late_of_group(grown, size)
         return [k for k in rules if k not in late], late
 
-    def _stale(self, k: int, size: int) -> bool:
-        """Whether rule ``k``'s search is predicted from matches on an e-graph at least :data:`STALE_GROWTH`
-        times smaller than ``size`` e-nodes, and was not tried since it grew so."""
+    def _late_of_group(self, rules: list[int], size: int) -> list[int]:
+        """Of ``rules`` (searches whose record is stale by :data:`GROUP_GROWTH`), those that do not end in
+        time: all tried on one forked copy within :data:`PROBE_SHARE` of the time left, their records
+        then its seconds and their matches; if they do not end there, each alone (:meth:`_probed_in_time`)."""
+        if not rules:
+            return []
+        rulesets = [f"search_{k}" for k in rules]
+        budget = PROBE_SHARE * (self.deadline - time.perf_counter())
+        found = run_bounded(lambda: self._search_alone(rulesets), budget)
+        if found is None:
+            return [k for k in rules if not self._probed_in_time(k, size, GROUP_GROWTH)]
+        took, matches = found
+        for k in rules:
+            self._probed[k] = size
+            self._last_time[f"search_{k}"] = (took, size)
+            self._last_matches[k] = (matches.get(k, 0), size)
+        return []
+
+    def _stale(self, k: int, size: int, growth: float = STALE_GROWTH) -> bool:
+        """Whether rule ``k``'s search is predicted from matches on an e-graph at least ``growth`` times
+        smaller than ``size`` e-nodes, and was not tried since it grew so."""
         matches = self._last_matches.get(k)
-        return matches is not None and size >= STALE_GROWTH * max(matches[1], self._probed.get(k, 0), 1)
+        return matches is not None and size >= growth * max(matches[1], self._probed.get(k, 0), 1)
 
     def _multi_output(self, k: int) -> bool:
         return any(len(q.outputs) > 1 for q in self.rule_queries[k] if not q.disconnected)
 
-    def _probed_in_time(self, k: int, size: int) -> bool:
+    def _probed_in_time(self, k: int, size: int, growth: float = STALE_GROWTH) -> bool:
         """Whether rule ``k``'s search, whose record is stale (:meth:`_stale`), ran on a forked copy of the
         e-graph within :data:`PROBE_SHARE` of the time left, with room left for running it here; its time
         and matches there are then its record. A search that did not end there is recorded as endless,
         and so left out, until the e-graph has grown as much again."""
-        if not self._stale(k, size):
+        if not self._stale(k, size, growth):
             return False
         self._probed[k] = size
         ruleset = f"search_{k}"
@@ -165,11 +193,16 @@ class EngineCalls:
         self._last_matches[k] = (matches_found, size)
         return time.perf_counter() + self._predicted([ruleset], size) <= self.deadline
 
-    def _search_alone(self, ruleset: str) -> tuple[float, int]:
-        """Seconds and matches of one run of ``ruleset`` (in a forked copy: what it adds is thrown away)."""
+    def _search_alone(self, rulesets: str | list[str]) -> tuple[float, dict[int, int] | int]:
+        """Seconds and matches of one run of ``rulesets`` (in a forked copy: what it adds is thrown away):
+        of one ruleset, its matches; of a list, the matches per rule index."""
         start = time.perf_counter()
-        (out,) = self.egraph.run(f"(run {ruleset} 1)")
-        return time.perf_counter() - start, sum(out.report.num_matches_per_rule.values())
+        if isinstance(rulesets, str):
+            (out,) = self.egraph.run(f"(run {rulesets} 1)")
+            return time.perf_counter() - start, sum(out.report.num_matches_per_rule.values())
+        (out,) = self.egraph.run(f"(run-schedule (seq {' '.join(f'(run {r})' for r in rulesets)}))")
+        indices = [int(r.split("_")[1]) for r in rulesets]
+        return time.perf_counter() - start, self._per_rule_index(out.report.num_matches_per_rule, indices)
 
     def _in_buckets(self, buckets: Iterable[int], counts: Counts, rulesets: list[str], rows: int = 0) -> dict[str, int]:
         """Run ``rulesets`` (rules reading ``Open``) with ``buckets`` open, one egglog call; returns

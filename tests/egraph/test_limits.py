@@ -234,6 +234,45 @@ def test_a_stale_multi_output_search_predicted_quick_is_tried_first_and_left_out
     assert report.iterations[0].search_time >= 0.25 * 5 * 0.9  # the trial is part of the search's time
 
 
+def test_multi_output_searches_that_found_nothing_are_tried_together_once_the_egraph_doubles(monkeypatch):
+    """MNASNet from ONNX under default() + algebraic(): a variadic split rule's search found nothing on
+    3,539 e-nodes in milliseconds, and on 8,237, one iteration later, ran for minutes under a 30 s
+    limit (a record of no matches predicts nothing). Multi-output searches predicted quick are tried
+    together on a forked copy once the e-graph has doubled since their record; one that does not end
+    there, tried alone, is left out (here the trial sleeps as such a search runs on)."""
+    from gsl_eq.egraph import calls
+
+    monkeypatch.setattr(calls, "IN_PROCESS_ENODES", 0)
+    monkeypatch.setattr(EngineCalls, "_search_alone", lambda self, rulesets: time.sleep(60))
+    size = len(ac_sum(4).graph)
+    runner = Runner(ac_sum(4).graph, [rules.parallel_matmul()], time_limit=8)
+    runner._last_matches[0] = (0, size // 2)  # nothing found, on half the e-graph
+    runner._last_time["search_0"] = (0.001, size // 2)
+    assert runner._predicted(["search_0"], size) < calls.TRIAL_FLOOR
+    start = time.perf_counter()
+    report = runner.run()
+    assert time.perf_counter() - start < 8
+    assert report.stop_reason is StopReason.TIME_LIMIT
+    assert report.iterations[0].late == ["parallel_matmul"] and report.iterations[0].matches == {}
+    assert runner._last_time["search_0"][0] == float("inf")
+
+
+def test_multi_output_searches_tried_together_run_here_when_the_trial_ends():
+    """The grouped trial's seconds and matches become the searches' records, and they run here."""
+    from gsl_eq.egraph import calls
+
+    size = len(ac_sum(4).graph)
+    runner = Runner(ac_sum(4).graph, [rules.parallel_matmul()], time_limit=30)
+    runner._last_matches[0] = (0, size // 2)
+    runner._last_time["search_0"] = (0.001, size // 2)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(calls, "IN_PROCESS_ENODES", 0)
+        report = runner.run()
+    assert report.iterations[0].late == [] and "parallel_matmul" in report.iterations[0].matches
+    assert report.stop_reason is StopReason.SATURATED
+    assert runner._probed[0] == size
+
+
 @pytest.mark.slow
 def test_optimize_keeps_its_time_limit_where_a_lifted_ban_meets_regrouped_sums(same_outputs):
     """A user's PyTorch CNN adding five convs of one input, under tensat() + default() with default
