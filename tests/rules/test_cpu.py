@@ -88,7 +88,10 @@ def test_other_reshape_transposes_stay(rejects, body):
     rejects(workload(body(var("x", 1, 4, 6, 6))), rules.channel_shuffle_as_take())
 
 
-def test_the_shuffle_runs_as_a_gather_in_saturate_mode_under_tvm_cost():
+def test_saturate_mode_under_tvm_cost_runs_the_shuffle_in_the_form_measured_faster():
+    """The gather and the reshape-transpose-reshape are both in the e-graph, each priced by the kernels
+    TVM builds for it: the result is the one measured faster on this machine (which one differs
+    between CPUs), and greedy mode's result, the gather, is the other candidate."""
     from gsl_eq import optimize
     from gsl_eq.cost.tvm_cost import TVMCost
     from gsl_eq.measure.schedule_db import ScheduleDatabase
@@ -97,6 +100,12 @@ def test_the_shuffle_runs_as_a_gather_in_saturate_mode_under_tvm_cost():
     parts = R.split(shuffle(R.concat([a, b], axis=1), 2, (1, 48, 12, 12)), [24], axis=1)
     wl = workload(R.add(item(parts, 0), R.nn.relu(item(parts, 1))), inputs=("a", "b"))
     result = optimize(wl, rules.cpu(), mode="saturate", cost=TVMCost(ScheduleDatabase(samples=1)))
-    assert ops(result.workload) == {"concat": 1, "take": 2, "nn.relu": 1, "add": 1}
+    report = result.report
+    gathered = {"concat": 1, "take": 2, "nn.relu": 1, "add": 1}
+    assert report.greedy_cost is not None and report.greedy_cost != report.cost_before
+    if report.greedy_cost < report.cost_before:
+        assert ops(result.workload) == gathered and report.cost_after == report.greedy_cost
+    else:
+        assert ops(result.workload) == ops(wl) and report.cost_after == report.cost_before
     inputs = wl.random_inputs(0)
     assert (result.workload(**inputs) == wl(**inputs)).all()
