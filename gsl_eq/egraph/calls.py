@@ -96,10 +96,7 @@ class EngineCalls:
         start = time.perf_counter()
         if start + predicted > self.deadline:
             raise OutOfTime
-        if len(rulesets) == 1:
-            (out,) = self.egraph.run(f"(run {rulesets[0]} 1)")
-        else:
-            (out,) = self.egraph.run(f"(run-schedule (seq {' '.join(f'(run {r})' for r in rulesets)}))")
+        (out,) = self.egraph.run(_once(rulesets))
         took = time.perf_counter() - start
         if rows >= 100:
             self._seconds_per_row[kind] = max(self._seconds_per_row.get(kind, 0.0), took / rows)
@@ -197,10 +194,9 @@ class EngineCalls:
         """Seconds and matches of one run of ``rulesets`` (in a forked copy: what it adds is thrown away):
         of one ruleset, its matches; of a list, the matches per rule index."""
         start = time.perf_counter()
+        (out,) = self.egraph.run(_once([rulesets] if isinstance(rulesets, str) else rulesets))
         if isinstance(rulesets, str):
-            (out,) = self.egraph.run(f"(run {rulesets} 1)")
             return time.perf_counter() - start, sum(out.report.num_matches_per_rule.values())
-        (out,) = self.egraph.run(f"(run-schedule (seq {' '.join(f'(run {r})' for r in rulesets)}))")
         indices = [int(r.split("_")[1]) for r in rulesets]
         return time.perf_counter() - start, self._per_rule_index(out.report.num_matches_per_rule, indices)
 
@@ -231,3 +227,10 @@ class EngineCalls:
         for k, n in self._per_rule_index(counts, []).items():
             total[self.rules[k].name] = total.get(self.rules[k].name, 0) + n
         return total
+
+
+def _once(rulesets: list[str]) -> str:
+    """The egglog command running each of ``rulesets`` once, in turn."""
+    if len(rulesets) == 1:
+        return f"(run {rulesets[0]} 1)"
+    return f"(run-schedule (seq {' '.join(f'(run {r})' for r in rulesets)}))"
