@@ -10,8 +10,10 @@ cheapest is returned::
     result = optimize(wl, rules.tensat(), node_limit=20_000, search="restart")
     result.report.rounds     # per round: e-nodes, why it stopped, the extracted cost
 
-The first round is plain saturation under the same budget, its exact extractor given at most half of
-the time left, so the search finds at least what saturation finds where the ILP solves in that time.
+The first round is plain saturation under the same budget. Where it stopped at a limit another round
+can pass, its exact extractor is given at most half of the time left, so the search finds at least
+what saturation finds where the ILP solves in that time; where it saturated, it extracts as plain
+saturation does, and is the result.
 A later round runs after one that improved on the round before and stopped at the node limit (or ran
 its rules with several source outputs in its first iterations only, ``multi_iterations``), until the
 budget's search time ends
@@ -35,7 +37,7 @@ from .arguments import Settings
 from .budget import EXTRACTION_SHARE, Budget
 from .candidates import Alternative
 from .report import OptimizeReport
-from .saturate import Saturated, saturate
+from .saturate import Saturated, finish, grow
 
 #: The most rounds a restart search runs.
 MAX_ROUNDS = 8
@@ -101,12 +103,15 @@ def _later_round(budget: Budget) -> Budget:
 def _round(start: Workload, rule_list: list[Subst], model: CostModel, settings: Settings, budget: Budget,
            report: OptimizeReport, on_iteration: Callable[[Iteration], None] | None,
            number: int) -> tuple[Saturated, dict[str, Any]]:
-    """One round of saturation from ``start``, its exact extractor held to half the time left; the
-    report's totals (timings, applications, rules used) kept over the rounds before."""
+    """One round of saturation from ``start``; the report's totals (timings, applications, rules used)
+    kept over the rounds before. Where another round may follow, the round's exact extractor is held to
+    half the time left; a round that ends the search extracts as plain saturation does."""
     before = _totals(report)
-    left = budget.deadline - time.perf_counter()
-    capped = dataclasses.replace(settings, ilp_time_limit=max(1e-3, min(settings.ilp_time_limit, left / 2)))
-    found = saturate(start, rule_list, model, capped, budget, report, on_iteration)
+    runner = grow(start, rule_list, settings, budget, report, on_iteration)
+    if _more_to_find(report.stop_reason, settings):
+        left = budget.deadline - time.perf_counter()
+        settings = dataclasses.replace(settings, ilp_time_limit=max(1e-3, min(settings.ilp_time_limit, left / 2)))
+    found = finish(start, rule_list, runner, model, settings, budget, report)
     summary = {"round": number, "enodes": report.enodes, "iterations": len(report.iterations),
                "stop_reason": report.stop_reason, "cost": report.extracted_cost
                if report.extracted_cost is not None else float("inf"),

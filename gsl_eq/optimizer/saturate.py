@@ -61,6 +61,12 @@ def saturate(wl: Workload, rule_list: list[Subst], model: CostModel, settings: S
              report: OptimizeReport, on_iteration: Callable[[Iteration], None] | None = None) -> Saturated:
     """Saturation, extraction and rebuilding within ``budget``; the report gets what each found."""
     runner = grow(wl, rule_list, settings, budget, report, on_iteration)
+    return finish(wl, rule_list, runner, model, settings, budget, report)
+
+
+def finish(wl: Workload, rule_list: list[Subst], runner: Runner, model: CostModel, settings: Settings,
+           budget: Budget, report: OptimizeReport) -> Saturated:
+    """Extraction and rebuilding of the e-graph :func:`grow` left in ``runner``; the report gets what each found."""
     t = time.perf_counter()
     snap = runner.egraph.snapshot()
     report.enodes, report.eclasses, report.extractor = snap.num_enodes, len(snap.classes), settings.extractor
