@@ -61,17 +61,17 @@ def checked(options: Iterable[Alternative], before: float, model: CostModel, ref
              report: OptimizeReport, deadline: float = math.inf, prove: Prove | None = None) -> Alternative | None:
     """The first of ``options`` that costs less than the input (``before``) and passes the check
     (:mod:`gsl_eq.optimizer.verify`), folded (:func:`final_build`), or None for the input; each one that fails is in
-    ``report.fallbacks``. Past ``deadline`` no further option is tried, and none is folded whose fold is
-    predicted (:meth:`~gsl_eq.workload.Workload.predicted_fold_seconds`) to take longer than the time kept for
-    it (``report.fold_reserve``) and to end past ``deadline`` less the check's time, as the reference's took
+    ``report.fallbacks``. Past ``deadline`` no further option is tried. An option whose fold is predicted
+    (:meth:`~gsl_eq.workload.Workload.predicted_fold_seconds`) to take longer than the time kept for it
+    (``report.fold_reserve``) and to end past ``deadline`` less the check's time, as the reference's took
     (:meth:`~gsl_eq.optimizer.verify.Reference.predicted_check_seconds`; TASO's rules fold products of weight matrices,
-    11 s for TENSAT's BERT): the input is returned. With ``prove``, each fallback's proof is made when asked for."""
-    remaining = iter(options)
+    11 s for TENSAT's BERT), is passed over for the next (greedy mode's result, say, which folded as it went).
+    With ``prove``, each fallback's proof is made when asked for."""
+    remaining, unfit = iter(options), None
     while True:
-        if report.fallbacks and time.perf_counter() >= deadline:  # before making the next option, too
-            report.notes.append(f"the result failed the check ({report.fallbacks[0]}) and the time limit ended "
-                                f"the search for a cheaper graph that passes it after {len(report.fallbacks)} "
-                                "tried: the input is returned")
+        if (report.fallbacks or unfit) and time.perf_counter() >= deadline:  # before making the next option, too
+            report.notes.append(_none_left(report, unfit, f"the time limit ended the search for another after "
+                                                          f"{len(report.fallbacks)} failed the check"))
             return None
         option = next(remaining, None)
         if option is None:
@@ -81,23 +81,31 @@ def checked(options: Iterable[Alternative], before: float, model: CostModel, ref
         checking = reference.predicted_check_seconds()
         folding, left = option.workload.predicted_fold_seconds(), deadline - checking - time.perf_counter()
         if folding > max(left, report.fold_reserve):
-            report.notes.append(f"folding the {option.label}'s parameter computations ({len(option.workload.fold_calls())} "
-                                f"calls) is predicted to take {folding:.1f} s, past the time limit ({max(left, 0.0):.1f} "
-                                f"s left before the check; a limit of {math.ceil(report.time_limit + folding - left)} s "
-                                "would leave room for it): the input is returned")
-            return None
+            unfit = unfit or (f"folding the {option.label}'s parameter computations ({len(option.workload.fold_calls())} "
+                              f"calls) is predicted to take {folding:.1f} s, past the time limit ({max(left, 0.0):.1f} "
+                              f"s left before the check; a limit of {math.ceil(report.time_limit + folding - left)} s "
+                              "would leave room for it)")
+            continue
         option = built(option, report.timings)
         reason = reference.mismatch(option.workload)
         if reason is None:
-            if report.fallbacks:
-                report.notes.append(f"the result failed the check ({report.fallbacks[0]}): {option.label} is "
-                                    "returned instead, the next cheapest that passes it")
+            if report.fallbacks or unfit:
+                why = f"the result failed the check ({report.fallbacks[0]})" if report.fallbacks else unfit
+                report.notes.append(f"{why}: {option.label} is returned instead, the next cheapest that "
+                                    + ("passes it" if report.fallbacks else "folds in time and passes the check"))
             return option
         report.fallbacks.append(fallback(option, reason, prove))
-    if report.fallbacks:
-        report.notes.append(f"the result failed the check ({report.fallbacks[0]}) and no other extraction "
-                            "cheaper than the input passes it: the input is returned")
+    if report.fallbacks or unfit:
+        report.notes.append(_none_left(report, unfit, "no other extraction cheaper than the input passes it"))
     return None
+
+
+def _none_left(report: OptimizeReport, unfit: str | None, why: str) -> str:
+    """The note for a call that returns the input: the first fold that would not fit, or the first
+    failed check, and why no other option was returned."""
+    if report.fallbacks:
+        return f"the result failed the check ({report.fallbacks[0]}) and {why}: the input is returned"
+    return f"{unfit}: the input is returned"
 
 
 #: The label of TVM's own passes' result among measured selection's candidates.

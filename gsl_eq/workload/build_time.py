@@ -34,25 +34,32 @@ def optimized(calls: int, roofline: float) -> bool:
 class BuildRates:
     """What one kind of build that runs once costs: ``once`` seconds, then per op call (building) and per
     roofline second (running), each by whether it is optimized (:func:`optimized`). A prediction takes the
-    slowest of these rates and of the last few timed (:meth:`record`): rates vary with the ops (a ResNeXt's check
-    predicted from a BERT's rates alone was given half its time), so the ones given are the slowest seen, and only slower
-    timings raise them."""
+    slower of each given rate and the rate of the last few builds timed (:meth:`record`), their seconds over
+    their work: the given rates are upper ends of what was measured, and a small build, whose fixed cost
+    looks like a high rate per call, weighs as little as its work (one of a few calls, weighed as much as
+    a large one, predicted the next large fold many times longer than it took)."""
 
     once: float
     per_call: dict[bool, float]
     per_roofline_second: dict[bool, float]
-    timed: dict[tuple[str, bool], list[float]] = field(default_factory=dict)
+    timed: dict[tuple[str, bool], list[tuple[float, float]]] = field(default_factory=dict)  # (work, seconds)
 
     def predicted(self, calls: int, roofline: float) -> float:
         """The seconds building and running once a module of ``calls`` op calls is predicted to take."""
         fast = optimized(calls, roofline)
-        build = max([self.per_call[fast], *self.timed.get(("build", fast), [])])
-        run = max([self.per_roofline_second[fast], *self.timed.get(("run", fast), [])])
+        build = max(self.per_call[fast], self._rate("build", fast))
+        run = max(self.per_roofline_second[fast], self._rate("run", fast))
         return self.once + build * calls + run * roofline
 
     def record(self, calls: int, roofline: float, built: float, ran: float) -> None:
         """Remember a timed build (``built`` seconds, ``once`` of them its own) and run (``ran``) of such a
-        module: a fold of one call is mostly what any build costs, not what a call does."""
+        module."""
         fast = optimized(calls, roofline)
-        for kind, rate in (("build", max(built - self.once, 0.0) / max(calls, 1)), ("run", ran / max(roofline, 1e-9))):
-            self.timed[kind, fast] = [*self.timed.get((kind, fast), []), rate][-REMEMBERED_RATES:]
+        for kind, work, seconds in (("build", calls, max(built - self.once, 0.0)), ("run", roofline, ran)):
+            self.timed[kind, fast] = [*self.timed.get((kind, fast), []), (work, seconds)][-REMEMBERED_RATES:]
+
+    def _rate(self, kind: str, fast: bool) -> float:
+        """The seconds per unit of work of the remembered timings of ``kind`` (0 with none)."""
+        timed = self.timed.get((kind, fast), [])
+        work = sum(w for w, _ in timed)
+        return sum(s for _, s in timed) / work if work > 0 else 0.0

@@ -241,3 +241,36 @@ def test_a_fold_predicted_past_the_time_limit_is_not_begun_and_the_call_ends_wit
     predicted = float(note.split("is predicted to take ")[1].split(" s")[0])
     left = float(note.split("past the time limit (")[1].split(" s left")[0])
     assert predicted > left  # the extraction's fold, or greedy mode's where cheaper (a smaller one), would end past it
+
+
+def test_an_option_whose_fold_would_end_past_the_limit_is_passed_over_for_the_next(monkeypatch):
+    """The extraction's weight product would fold past the deadline; greedy mode's result, folded as it
+    went, is checked and returned in its place, and the note says why. Where no option fits, the input."""
+    import dataclasses
+    import time
+
+    from gsl_eq.optimizer.candidates import Alternative, checked
+    from gsl_eq.optimizer.report import OptimizeReport
+    from gsl_eq.workload import workload
+
+    x, w1, w2 = var("x", (4, 64)), var("w1", (64, 64)), var("w2", (64, 64))
+    wl = Workload.from_expr(R.matmul(R.matmul(x, w1), w2), ["x"])
+    extracted = Workload(Workload.from_expr(R.matmul(x, R.matmul(w1, w2)), ["x"]).mod, wl.params)
+    folded = extracted.fold_params()
+    assert len(extracted.fold_calls()) == 1 and not folded.fold_calls()
+    monkeypatch.setattr(workload, "FOLD_RATES", dataclasses.replace(workload.FOLD_RATES, once=60.0))
+    model, reference = Roofline(), Reference.of(wl)
+    before = graph_cost(wl.graph, model)
+    options = [Alternative("result", extracted, []), Alternative("greedy mode's result", folded, [])]
+    report = OptimizeReport("saturate", "roofline", before, before, 2, 1, time_limit=5.0)
+    chosen = checked(iter(options), before, model, reference, report, deadline=time.perf_counter() + 5.0)
+    assert chosen is not None and chosen.label == "greedy mode's result" and not report.fallbacks
+    (note,) = report.notes
+    assert note.startswith("folding the result's parameter computations (1 calls) is predicted to take 60.")
+    assert note.endswith("greedy mode's result is returned instead, the next cheapest that folds in time and passes "
+                         "the check")
+    assert_same_outputs(wl, chosen.workload)
+    report = OptimizeReport("saturate", "roofline", before, before, 2, 1, time_limit=5.0)
+    assert checked(iter(options[:1]), before, model, reference, report, deadline=time.perf_counter() + 5.0) is None
+    (note,) = report.notes
+    assert note.startswith("folding the result's") and note.endswith("would leave room for it): the input is returned")
