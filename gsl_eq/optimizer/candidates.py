@@ -58,24 +58,31 @@ def reference_of(wl: Workload, report: OptimizeReport) -> Reference:
 
 
 def checked(options: Iterable[Alternative], before: float, model: CostModel, reference: Reference,
-             report: OptimizeReport, deadline: float = math.inf, prove: Prove | None = None) -> Alternative | None:
+             report: OptimizeReport, deadline: float = math.inf, prove: Prove | None = None,
+             ready: Iterable[Alternative] = ()) -> Alternative | None:
     """The first of ``options`` that costs less than the input (``before``) and passes the check
     (:mod:`gsl_eq.optimizer.verify`), folded (:func:`final_build`), or None for the input; each one that fails is in
     ``report.fallbacks``. Past ``deadline`` no further option is tried. An option whose fold is predicted
     (:meth:`~gsl_eq.workload.Workload.predicted_fold_seconds`) to take longer than the time kept for it
     (``report.fold_reserve``) and to end past ``deadline`` less the check's time, as the reference's took
     (:meth:`~gsl_eq.optimizer.verify.Reference.predicted_check_seconds`; TASO's rules fold products of weight matrices,
-    11 s for TENSAT's BERT), is passed over for the next (greedy mode's result, say, which folded as it went).
-    With ``prove``, each fallback's proof is made when asked for."""
-    remaining, unfit = iter(options), None
+    11 s for TENSAT's BERT), is passed over: only the options of ``ready``, made already, are tried after it
+    (greedy mode's result, say, which folded as it went; making another, the ILP's next best, would take
+    the time the fold lacks), until the check would no longer end by ``deadline``. With ``prove``, each
+    fallback's proof is made when asked for."""
+    remaining, unfit, tried = iter(options), None, []
     while True:
-        if (report.fallbacks or unfit) and time.perf_counter() >= deadline:  # before making the next option, too
+        late = deadline - (reference.predicted_check_seconds() if unfit and not report.fallbacks else 0.0)
+        if (report.fallbacks or unfit) and time.perf_counter() >= late:  # before making the next option, too
             report.notes.append(_none_left(report, unfit, f"the time limit ended the search for another after "
                                                           f"{len(report.fallbacks)} failed the check"))
             return None
         option = next(remaining, None)
         if option is None:
             break
+        if any(option is t for t in tried):
+            continue
+        tried.append(option)
         if option.label != "result" and graph_cost(option.workload.folded_graph(), model) >= before * (1 - 1e-9):
             continue
         checking = reference.predicted_check_seconds()
@@ -85,6 +92,7 @@ def checked(options: Iterable[Alternative], before: float, model: CostModel, ref
                               f"calls) is predicted to take {folding:.1f} s, past the time limit ({max(left, 0.0):.1f} "
                               f"s left before the check; a limit of {math.ceil(report.time_limit + folding - left)} s "
                               "would leave room for it)")
+            remaining = iter(ready)
             continue
         option = built(option, report.timings)
         reason = reference.mismatch(option.workload)
@@ -238,20 +246,22 @@ def greedy_rival(wl: Workload, rule_list: list[Subst], iter_limit: int, node_lim
 
 
 def against_greedy(out: Workload, others: Iterator[Alternative], rival: GreedyResult, model: CostModel,
-                    report: OptimizeReport) -> tuple[Workload, Iterator[Alternative], dict[Node, frozenset[str]], list | None]:
+                    report: OptimizeReport) -> tuple[Workload, Iterator[Alternative], dict[Node, frozenset[str]],
+                                                     list | None, tuple[Alternative, ...]]:
     """The extraction, or greedy mode's result where that costs less (the other then a candidate after
-    it); greedy's result is a candidate after the extraction's others in any case."""
+    it); greedy's result is a candidate after the extraction's others in any case. Last, the one of the
+    two that is not the result, made already."""
     folded = rival.workload.folded_graph()
     report.greedy_cost = graph_cost(folded, model)
     greedy_option = Alternative("greedy mode's result", rival.workload, rival.used, rival.history)
     if report.greedy_cost >= report.cost_after * (1 - 1e-9):
-        return out, itertools.chain(others, [greedy_option]), {}, None
+        return out, itertools.chain(others, [greedy_option]), {}, None, (greedy_option,)
     report.notes.append(f"greedy mode's result with the same rules costs {report.greedy_cost:.6g} {report.cost_unit}, "
                         f"less than the extraction's {report.cost_after:.6g}: it is the result")
     extracted = Alternative("saturation's extraction", out, report.rules_used)
     report.greedy_result, report.rules_used = True, rival.used
     report.cost_after, report.calls_after = report.greedy_cost, calls(folded)
-    return rival.workload, itertools.chain([extracted], others), rival.origins, rival.history
+    return rival.workload, itertools.chain([extracted], others), rival.origins, rival.history, (extracted,)
 
 
 def greedy_runnable(rule_list: list[Subst], report: OptimizeReport) -> list[Subst]:

@@ -193,13 +193,15 @@ def prepare(given: Workload, rule_list: list[Subst], model: CostModel,
 
 
 class Found(NamedTuple):
-    """What a search found: its result, the other graphs it offers (rebuilt as asked for), and which
-    rules made each node of the result and the rewrites that made it (greedy mode's result only)."""
+    """What a search found: its result, the other graphs it offers (rebuilt as asked for), which
+    rules made each node of the result and the rewrites that made it (greedy mode's result only), and
+    those of the others made already (saturate mode's rival or extraction), which cost no search to offer."""
 
     workload: Workload
     others: Iterator[Alternative]
     origins: dict[Node, frozenset[str]]
     history: list | None = None
+    ready: tuple[Alternative, ...] = ()
 
 
 def search_greedy(wl: Workload, rule_list: list[Subst], model: CostModel, settings: Settings, budget: Budget,
@@ -265,7 +267,7 @@ def choose(wl: Workload, found: Found, model: CostModel, settings: Settings, sch
                             f"{before:.6g}: the input is returned, no rewrite is used")
         return None
     t, built = time.perf_counter(), report.timings.get("final build", 0.0)
-    chosen = checked(options, before, model, reference, report, budget.end, prove)
+    chosen = checked(options, before, model, reference, report, budget.end, prove, found.ready)
     report.timings["check"] = time.perf_counter() - t - (report.timings.get("final build", 0.0) - built)
     return chosen
 

@@ -244,8 +244,9 @@ def test_a_fold_predicted_past_the_time_limit_is_not_begun_and_the_call_ends_wit
 
 
 def test_an_option_whose_fold_would_end_past_the_limit_is_passed_over_for_the_next(monkeypatch):
-    """The extraction's weight product would fold past the deadline; greedy mode's result, folded as it
-    went, is checked and returned in its place, and the note says why. Where no option fits, the input."""
+    """The extraction's weight product would fold past the deadline; greedy mode's result, made already
+    and folded as it went, is checked and returned in its place, and the note says why; no other option
+    is made. Where none is ready, the input."""
     import dataclasses
     import time
 
@@ -261,9 +262,14 @@ def test_an_option_whose_fold_would_end_past_the_limit_is_passed_over_for_the_ne
     monkeypatch.setattr(workload, "FOLD_RATES", dataclasses.replace(workload.FOLD_RATES, once=60.0))
     model, reference = Roofline(), Reference.of(wl)
     before = graph_cost(wl.graph, model)
-    options = [Alternative("result", extracted, []), Alternative("greedy mode's result", folded, [])]
+    result, rival = Alternative("result", extracted, []), Alternative("greedy mode's result", folded, [])
+
+    def options():
+        yield result
+        raise AssertionError("the next option is not made: a new search would take the time the fold lacks")
+
     report = OptimizeReport("saturate", "roofline", before, before, 2, 1, time_limit=5.0)
-    chosen = checked(iter(options), before, model, reference, report, deadline=time.perf_counter() + 5.0)
+    chosen = checked(options(), before, model, reference, report, deadline=time.perf_counter() + 5.0, ready=[rival])
     assert chosen is not None and chosen.label == "greedy mode's result" and not report.fallbacks
     (note,) = report.notes
     assert note.startswith("folding the result's parameter computations (1 calls) is predicted to take 60.")
@@ -271,6 +277,6 @@ def test_an_option_whose_fold_would_end_past_the_limit_is_passed_over_for_the_ne
                          "the check")
     assert_same_outputs(wl, chosen.workload)
     report = OptimizeReport("saturate", "roofline", before, before, 2, 1, time_limit=5.0)
-    assert checked(iter(options[:1]), before, model, reference, report, deadline=time.perf_counter() + 5.0) is None
+    assert checked(options(), before, model, reference, report, deadline=time.perf_counter() + 5.0) is None
     (note,) = report.notes
     assert note.startswith("folding the result's") and note.endswith("would leave room for it): the input is returned")
