@@ -106,6 +106,11 @@ class Budget:
         """When the whole call must end: the last candidate's check is begun no later."""
         return self.start + self.measuring + self.time_limit
 
+    def keep_for_folding(self, seconds: float) -> None:
+        """Keep at least ``seconds`` for the final build, at most :data:`FOLD_SHARE` of the limit; the
+        search's ends move earlier."""
+        self.folding = max(self.folding, min(seconds, FOLD_SHARE * self.time_limit))
+
     def greedy_end(self) -> float:
         """When greedy mode, run first in saturate mode, must end: :data:`GREEDY_SHARE` of the search."""
         return min(self.search_end, time.perf_counter() + GREEDY_SHARE * self.search_seconds)

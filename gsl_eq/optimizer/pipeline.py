@@ -234,6 +234,9 @@ def search_saturate(wl: Workload, rule_list: list[Subst], model: CostModel, sett
     limits = settings.limits
     rival: GreedyResult | None = None if report.starved else greedy_rival(
         wl, rule_list, limits.iter_limit, limits.node_limit, budget.greedy_end())
+    if rival is not None:  # the extraction, of the same rules' rewrites, folds about what greedy's folds did
+        budget.keep_for_folding(rival.workload.before_folds().predicted_fold_seconds())
+        report.fold_reserve = budget.folding
     report.timings["greedy"] = time.perf_counter() - t
     search = restart if settings.search == "restart" else saturate
     out, others = search(wl, rule_list, model, settings, budget, report, on_iteration)
