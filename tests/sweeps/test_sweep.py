@@ -30,20 +30,6 @@ SMALL = dict(models=["diamond_conv", "inception_block"], rules=["default", "tvm"
              costs=["roofline", "opcount"])  # 16 cells of about a second each
 
 
-@pytest.fixture(scope="module", autouse=True)
-def workers_at_normal_priority():
-    """Ray starts its workers at niceness 15: beside the suite's other pytest process they got so
-    little of the CPU that each Ray test ran several times longer than alone. Every Ray instance
-    this module starts (the subprocess's too) inherits the setting."""
-    old = os.environ.get("RAY_worker_niceness")
-    os.environ["RAY_worker_niceness"] = "0"
-    yield
-    if old is None:
-        os.environ.pop("RAY_worker_niceness")
-    else:
-        os.environ["RAY_worker_niceness"] = old
-
-
 @pytest.fixture(scope="module")
 def two_nodes():
     """A Ray cluster of two nodes of one CPU each on this machine; its workers import this checkout."""
