@@ -519,8 +519,10 @@ class Workload:
         replaced = replaced.replace(same) if same else replaced
         kept = [first.get(v.name, v) for v in self._graph.inputs if v not in mapping]
         inputs = kept + [v for name, v in first.items() if name not in {k.name for k in kept}]
+        # a fold may name a parameter it makes as one it consumed was named: the derived one is gone
+        kept_params = {name: value for name, value in self._params.items() if name not in nodes}
         return Workload.from_graph(Graph(inputs, replaced.outputs, replaced.returns_tuple),
-                                   {**self.derived.sources, **self._params})
+                                   {**self.derived.sources, **kept_params})
 
     def folded_graph(self) -> Graph:
         """The graph :meth:`fold_params` would give, without computing a value: each subgraph computed
