@@ -61,14 +61,19 @@ ZOO_QUICK = ["bert", "nasrnn", "nasnet_a", "mobilenet_v2"]
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ZOO_QUICK)
 def test_restart_is_never_costlier_than_plain_saturation_on_the_zoo(name):
-    """At a node limit that stops several of them, the restart search's result costs no more than plain
-    saturation's, and computes what the input computes."""
+    """At a node limit that stops NasRNN and NasNet-A, the restart search's result costs no more than
+    plain saturation's, and computes what the input computes."""
     from gsl_eq.models.registry import load_model
 
     wl = load_model(name, quick=True)
-    options = dict(cost="gpu", node_limit=4_000, iter_limit=15, time_limit=30)
+    # At this limit the exact extractor proves its choice optimal in a few seconds in both calls, so the
+    # comparison is of the searches, not of how far a time-limited ILP got on the CPU each call was given.
+    options = dict(cost="gpu", node_limit=1_000, iter_limit=15, time_limit=60)
     plain = optimize(wl, rules.default() + rules.algebraic(), **options).report
     result = optimize(wl, rules.default() + rules.algebraic(), search="restart", **options)
+    assert plain.extraction_status == "optimal", plain.extraction_status
+    if name in ("nasrnn", "nasnet_a"):
+        assert plain.stop_reason == "node limit" and result.report.rounds[0]["stop_reason"] == "node limit"
     assert result.report.cost_after <= plain.cost_after * (1 + 1e-9)
     # the algebraic rules reassociate float32 sums: outputs of up to about 100 agree to about 1e-5 of that
     assert_same_outputs(wl, result.workload, rtol=1e-4, atol=1e-3)
