@@ -2,29 +2,11 @@
 
 from __future__ import annotations
 
-import os
+import numpy as np
+import pytest
 
-
-def _pin_to_own_cores() -> None:
-    """Under pytest-xdist, each worker keeps to its own share of the cores, its threads with it: a
-    solver's or a runtime's threads in one worker (CP-SAT runs six) then cannot take the CPU a timed test
-    in another counts on."""
-    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
-    if worker is None or not hasattr(os, "sched_setaffinity"):
-        return
-    cores = sorted(os.sched_getaffinity(0))
-    if count < 2 or len(cores) < count:
-        return
-    os.sched_setaffinity(0, cores[int(worker.removeprefix("gw")) % count::count])
-
-
-_pin_to_own_cores()  # before anything imported here starts a thread
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from gsl_eq import Workload  # noqa: E402
-from gsl_eq.optimizer.verify import Reference  # noqa: E402
+from gsl_eq import Workload
+from gsl_eq.optimizer.verify import Reference
 
 
 def run_both(a: Workload, b: Workload):
