@@ -106,6 +106,7 @@ def test_optimize_releases_the_egraph_before_it_returns_and_times_that(monkeypat
     assert result.report.timings["release"] >= 0
 
 
+@pytest.mark.timed
 @pytest.mark.slow
 def test_optimize_keeps_its_time_limit_on_explosive_growth():
     wl = polynomial(300)
@@ -187,6 +188,7 @@ def test_a_multi_output_search_is_predicted_from_its_matches_growing_as_the_cube
     assert runner._predicted(["search_1"], size) == pytest.approx(0.01 * 10)  # few matches: by its time
 
 
+@pytest.mark.timed
 def test_a_search_predicted_past_the_deadline_is_left_out_and_the_run_stops_at_the_time_limit(monkeypatch):
     """TASO's matmul merge searched again when its ban lifted found 4,000 matches on 1,500 e-nodes
     and 28 million on 48,000, one egglog call of 57 s under a 12 s limit: the runner now leaves such
@@ -215,6 +217,7 @@ def test_a_search_predicted_from_a_far_smaller_egraph_is_tried_and_run_when_it_i
     assert runner._last_matches[0][0] < 10**6 and runner._probed == {0: len(ac_sum(4).graph)}
 
 
+@pytest.mark.timed
 def test_a_stale_multi_output_search_predicted_quick_is_tried_first_and_left_out_when_the_trial_runs_on(monkeypatch):
     """A record from a far smaller e-graph can promise a quick search however explosive it is now (a
     variadic merge over sums regrouped by associativity: predicted at 13 s, 23 s for 10 million
@@ -234,6 +237,7 @@ def test_a_stale_multi_output_search_predicted_quick_is_tried_first_and_left_out
     assert report.iterations[0].search_time >= 0.25 * 5 * 0.9  # the trial is part of the search's time
 
 
+@pytest.mark.timed
 def test_multi_output_searches_that_found_nothing_are_tried_together_once_the_egraph_doubles(monkeypatch):
     """MNASNet from ONNX under default() + algebraic(): a variadic split rule's search found nothing on
     3,539 e-nodes in milliseconds, and on 8,237, one iteration later, ran for minutes under a 30 s
@@ -273,6 +277,7 @@ def test_multi_output_searches_tried_together_run_here_when_the_trial_ends():
     assert runner._probed[0] == size
 
 
+@pytest.mark.timed
 @pytest.mark.slow
 def test_optimize_keeps_its_time_limit_where_a_lifted_ban_meets_regrouped_sums(same_outputs):
     """A user's PyTorch CNN adding five convs of one input, under tensat() + default() with default
@@ -337,6 +342,7 @@ def test_a_rule_ready_only_after_the_deadline_is_left_out_and_the_run_is_not_sat
     assert not runner.queries[1]
 
 
+@pytest.mark.timed
 def test_rules_not_compiled_by_the_deadline_are_never_searched():
     """Compiling TASO's 620 rules took 2.8 s under a 2 s limit: compiling now stops at the deadline."""
     deadline = time.perf_counter() + 0.2

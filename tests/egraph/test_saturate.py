@@ -71,6 +71,7 @@ def test_iteration_limit_stops_the_run():
     report = Runner(chain(8), [assoc_rule(), comm_rule()], iter_limit=2, node_limit=10**9).run()
     assert report.stop_reason is StopReason.ITERATION_LIMIT and len(report.iterations) == 2
 
+@pytest.mark.timed
 @pytest.mark.parametrize("n, limit", [(10, 0.3), (12, 2.0), (14, 5.0)])
 def test_time_limit_stops_the_run_within_ten_percent(n, limit):
     """The runner's time limit bounds its run (optimize's bounds the whole call: test_limits). Twice at
@@ -90,6 +91,7 @@ def test_time_limit_stops_the_run_within_ten_percent(n, limit):
     assert min(took) <= 1.1 * limit, took
 
 
+@pytest.mark.timed
 def test_the_iterations_leave_the_time_stopping_takes(monkeypatch):
     """The iterations end STOP_SECONDS_PER_ENODE per e-node before the deadline: where that reserve
     is the whole limit, a 60 s run of an explosive chain stops in its first iteration."""

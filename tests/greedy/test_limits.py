@@ -51,6 +51,7 @@ def test_an_expanding_rule_stops_at_the_node_limit_without_passing_it():
     assert relus(wl) == 4  # the input is untouched
 
 
+@pytest.mark.timed
 def test_an_expanding_rule_stops_at_the_time_limit():
     start = time.perf_counter()
     result = greedy(relu_chain(), [doubling()], time_limit=0.5, max_passes=10**6, fold_params=False)
@@ -135,6 +136,7 @@ def transpose_chain(n: int) -> Workload:
     (sinking, lambda: transpose_chain(1_000), dict(node_limit=10**9, iter_limit=10**6, time_limit=1.0),
      "time limit"),
 ])
+@pytest.mark.timed
 def test_optimize_in_greedy_mode_stops_at_each_limit(rule, build, limits, reason):
     wl = build()
     before = wl.mod.script()
@@ -218,6 +220,7 @@ def negated_twice() -> Subst:
     return Subst(op.Add(x, b), op.Subtract(x, op.Negative(b)), name="negated_twice")
 
 
+@pytest.mark.timed
 def test_a_rewrite_past_the_time_limit_is_not_folded_and_optimize_does_not_fold_it_past_the_limit(monkeypatch):
     """A fold can take longer than the rewriting (12 s after a 3 s limit on TENSAT's NASNet-A with
     TASO's rules): past the limit greedy mode leaves the parameters as the rules computed them, and
@@ -247,6 +250,7 @@ def test_a_rewrite_past_the_time_limit_is_not_folded_and_optimize_does_not_fold_
     assert "past the time limit" in note
 
 
+@pytest.mark.timed
 def test_a_fold_predicted_to_end_past_the_time_limit_is_not_started(monkeypatch):
     """A pass can end before the limit and its fold long after it (TASO's merge_gconv on a NASNet-A:
     a pass ending before an 8 s limit, its fold of 738 calls ending at 16 s): greedy mode folds

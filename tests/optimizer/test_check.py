@@ -146,6 +146,7 @@ def test_the_reference_of_an_unbuildable_input_is_its_legalized_form():
     np.testing.assert_array_equal(reference.outputs[0], np.cumsum(inputs, axis=1) > 0)
 
 
+@pytest.mark.timed
 @pytest.mark.slow
 def test_the_check_is_predicted_from_the_reference_computed_first_within_the_limit(monkeypatch):
     """The check is part of time_limit: the input's reference outputs are computed first, and the result's
@@ -182,6 +183,7 @@ def test_the_check_is_predicted_from_the_reference_computed_first_within_the_lim
     assert result.workload._vm is None
 
 
+@pytest.mark.timed
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["saturate", "greedy"])
 def test_a_reference_that_takes_the_limit_leaves_no_search_and_says_so(monkeypatch, mode):
@@ -220,6 +222,7 @@ def test_a_reference_that_takes_the_limit_leaves_no_search_and_says_so(monkeypat
     assert_same_outputs(wl, result.workload)
 
 
+@pytest.mark.timed
 @pytest.mark.slow
 def test_a_fold_predicted_past_the_time_limit_is_not_begun_and_the_call_ends_within_it():
     """TASO's rules merge TENSAT's BERT's matrix products into products of weight matrices, whose fold
@@ -243,6 +246,7 @@ def test_a_fold_predicted_past_the_time_limit_is_not_begun_and_the_call_ends_wit
     assert predicted > left  # the extraction's fold, or greedy mode's where cheaper (a smaller one), would end past it
 
 
+@pytest.mark.timed
 def test_an_option_whose_fold_would_end_past_the_limit_is_passed_over_for_the_next(monkeypatch):
     """The extraction's weight product would fold past the deadline; greedy mode's result, made already
     and folded as it went, is checked and returned in its place, and the note says why; no other option

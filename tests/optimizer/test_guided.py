@@ -10,6 +10,7 @@ from gsl_eq.optimizer.verify import Reference
 from tests.conftest import assert_same_outputs
 
 
+@pytest.mark.timed
 def test_restart_holds_every_limit_on_explosive_growth():
     wl = ac_sum(16)
     Reference.of(wl.fold_params())  # remembered, as a repeated call finds it

@@ -256,6 +256,7 @@ def test_which_rules_a_result_uses_is_asked_only_of_a_result_cheaper_than_the_in
     assert not merged.report.input_returned and merged.report.rules_used and asked == [1]
 
 
+@pytest.mark.timed
 def test_which_rules_a_result_uses_is_not_asked_past_the_time_limit(monkeypatch):
     """egglog's provenance query cannot be stopped (283 s on Inception-v3's 50k-e-node e-graph of TASO's
     rules before it asked only of the e-classes rules built): past the time limit the report says the
