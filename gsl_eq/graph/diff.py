@@ -85,6 +85,12 @@ def label(node: Node) -> Hashable:
     node
         The node.
     """
+    if node._label is None:  # a node is not changed once built: its label is made once
+        node._label = _label(node)
+    return node._label
+
+
+def _label(node: Node) -> Hashable:
     if node.kind is Kind.VAR:
         return ("var", node.name, node.type)
     if node.kind is Kind.CONST:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from enum import Enum
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -63,7 +63,7 @@ class Node:
         A constant's value.
     """
 
-    __slots__ = ("kind", "op", "inputs", "attrs", "type", "name", "value")
+    __slots__ = ("kind", "op", "inputs", "attrs", "type", "name", "value", "_label")
 
     def __init__(
         self,
@@ -82,6 +82,7 @@ class Node:
         self.attrs: dict[str, Any] = dict(attrs or {})
         self.name = name
         self.value = value
+        self._label: Hashable | None = None  # gsl_eq.graph.diff.label's, made when first asked for
 
     @staticmethod
     def var(name: str, type: TensorType) -> "Node":
@@ -172,7 +173,9 @@ class Node:
 
     def with_inputs(self, inputs: Sequence["Node"]) -> "Node":
         """A copy of this node reading ``inputs`` instead (same kind, op, attrs and type)."""
-        return Node(self.kind, self.type, inputs, self.op, self.attrs, self.name, self.value)
+        copy = Node(self.kind, self.type, inputs, self.op, self.attrs, self.name, self.value)
+        copy._label = self._label
+        return copy
 
     def attr(self, name: str) -> Any:
         """An attribute of the node: an op attribute, ``index``, or ``shape``/``dtype``/``ndim`` of its type.

@@ -8,7 +8,10 @@ the rule that takes the graph closest; so a rule whose match gains a little neve
 of one that gains more. Passes repeat until the graph is the goal. A variadic match may take the
 smaller group a tuple of the goal holds (an e-graph merges groups of fixed sizes); where no single
 match brings the graph closer, a chain of a few rewrites whose middle forms the goal lacks may
-(:func:`_chain`). Each match is one step. Every
+(:func:`_chain`). Where that search stops short, a second one starts again from the input, taking
+first, in places of no goal node, only matches whose targets put there a node the goal holds: a
+target takes its source's place for every reader, and one the goal computes otherwise may need
+the source as it was. Each match is one step. Every
 node of the goal is an e-node some rule's target built, or the input's, so the rules that built the
 goal's nodes find them again, in an order where each match exists in the graph the steps before made.
 """
@@ -46,24 +49,44 @@ def derive(start: Graph, goal: Graph, rules: Sequence[Subst], deadline: float | 
         A ``time.perf_counter()`` time past which no pass starts.
     """
     aim = _Goal(goal)
+    runnable = [rule for rule in rules if rule.connected or (not rule.variadic and len(rule.source.outputs) == 2)]
+    best = None
+    for held_first in (False, True):
+        steps, reached, left, missing = _search(start, aim, runnable, deadline, held_first)
+        if missing is None:
+            return steps, reached, None
+        best = min(best or (left, steps, reached, missing), (left, steps, reached, missing), key=lambda b: b[0])
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+    _, steps, reached, missing = best
+    return steps, reached, missing
+
+
+def _search(start: Graph, aim: "_Goal", rules: Sequence[Subst], deadline: float | None, held_first: bool
+            ) -> tuple[list[Step], Graph, int, str | None]:
+    """The steps one search finds from ``start`` toward the goal, the graph they reach, how many places
+    are left and why (None: none). Each turn takes the best pass, else the shortest chain;
+    ``held_first``: the best pass of matches whose targets, in places of no goal node, are nodes the
+    goal holds, then a chain, then the best pass of any (:meth:`_Goal.gain`)."""
     steps: list[Step] = []
     current = _merged(start, steps)
-    runnable = [rule for rule in rules if rule.connected or (not rule.variadic and len(rule.source.outputs) == 2)]
     seen = {structural_key(current)}  # the graphs the steps made: none is made twice
     while True:
         keys = node_keys(current)
         places = aim.places(current, keys)
         if not places:
-            return steps, _merged(current, steps), None
+            return steps, _merged(current, steps), 0, None
         if deadline is not None and time.perf_counter() > deadline:
-            return steps, current, "the time limit ended the search for the steps"
-        made = _best_pass(current, runnable, keys, places, aim, seen, deadline) or _chain(
-            current, runnable, aim, CHAIN_DEPTH, seen, deadline)
+            return steps, current, len(places), "the time limit ended the search for the steps"
+        made = (_best_pass(current, rules, keys, places, aim, seen, deadline, strict=held_first)
+                or _chain(current, rules, aim, CHAIN_DEPTH, seen, deadline)
+                or (held_first and _best_pass(current, rules, keys, places, aim, seen, deadline, strict=False)))
         if not made and deadline is not None and time.perf_counter() > deadline:
-            return steps, current, "the time limit ended the search for the steps"
+            return steps, current, len(places), "the time limit ended the search for the steps"
         if not made:
-            return steps, current, (f"no rule's match, nor a chain of {CHAIN_DEPTH}, brings the graph "
-                                    f"closer to the extracted one at {len(places)} places where they differ")
+            return steps, current, len(places), (
+                f"no rule's match, nor a chain of {CHAIN_DEPTH}, brings the graph closer to the extracted "
+                f"one at {len(places)} places where they differ")
         steps += made
         current = _merged(made[-1].after, steps)  # an e-class is one node: copies a pass made would not match as one
         seen.add(structural_key(current))
@@ -78,16 +101,16 @@ def _merged(graph: Graph, steps: list[Step]) -> Graph:
 
 
 def _best_pass(graph: Graph, rules: Sequence[Subst], keys: dict[Node, int], places: dict[Node, Node | None],
-               aim: "_Goal", seen: set[int], deadline: float | None = None) -> list[Step]:
+               aim: "_Goal", seen: set[int], deadline: float | None = None, strict: bool = False) -> list[Step]:
     """The steps of the pass of one rule that takes ``graph`` closest to the goal (the first such rule
     of ``rules``), to a graph not ``seen`` before: of all rules, since a rule whose match takes the
     graph a little closer may use up the match of another that takes it further. Empty if none, or
-    if the ``deadline`` passes first."""
+    if the ``deadline`` passes first. ``strict``: as :meth:`_Goal.gain` counts."""
     found = []
     for k, rule in enumerate(rules):
         if deadline is not None and time.perf_counter() > deadline:
             return []
-        batch, gain = _toward(graph, rule, keys, places, aim)
+        batch, gain = _toward(graph, rule, keys, places, aim, strict)
         if batch:
             found.append((gain, k, batch))
     for _, k, batch in sorted(found, key=lambda f: (-f[0], f[1])):
@@ -229,11 +252,16 @@ class _Goal:
                 stack.extend((i, j, d + 1) for i, j in zip(a.inputs, b.inputs))
         return total
 
-    def gain(self, node: Node, target: Node, want: Node | None, keys: dict[Node, int], existing: dict[Node, int]) -> int:
+    def gain(self, node: Node, target: Node, want: Node | None, keys: dict[Node, int], existing: dict[Node, int],
+             strict: bool = False) -> int:
         """How much closer ``target`` is than ``node`` to ``want``; in a place of no goal node, how many
-        more of the nodes ``target`` newly builds the goal holds than it does not."""
+        more of the nodes ``target`` newly builds the goal holds than it does not; ``strict``, none
+        unless the goal holds ``target`` itself (two matmuls a concat joins, merged by another rule
+        into pieces of a split, no longer match the rule that joins them)."""
         if want is not None:
             return self.closeness(target, want, keys) - self.closeness(node, want, keys)
+        if strict and node_key(target, keys) not in self.held:
+            return 0
         made, stack, seen = 0, [target], set()
         while stack:
             n = stack.pop()
@@ -268,8 +296,8 @@ class _Goal:
         return memo[(node, want)]
 
 
-def _toward(graph: Graph, rule: Subst, keys: dict[Node, int], places: dict[Node, Node | None], aim: _Goal
-            ) -> tuple[list[tuple[Node, ...]], int]:
+def _toward(graph: Graph, rule: Subst, keys: dict[Node, int], places: dict[Node, Node | None], aim: _Goal,
+            strict: bool = False) -> tuple[list[tuple[Node, ...]], int]:
     """The matches of ``rule`` in ``graph`` (none overlapping) whose targets agree more with the goal, in
     the places of their outputs, than the outputs did, each by its source outputs, and how much closer
     they take the graph in all. A variadic match
@@ -285,7 +313,7 @@ def _toward(graph: Graph, rule: Subst, keys: dict[Node, int], places: dict[Node,
             continue
         best, gained = None, 0
         for m in _options(matcher, node, rule, aim, scratch, keys):
-            gain = _gain(m, rule, places, aim, scratch, keys)
+            gain = _gain(m, rule, places, aim, scratch, keys, strict)
             if gain > gained:
                 best, gained = m, gain
         if best is not None:
@@ -296,7 +324,7 @@ def _toward(graph: Graph, rule: Subst, keys: dict[Node, int], places: dict[Node,
 
 
 def _gain(m: Match, rule: Subst, places: dict[Node, Node | None], aim: _Goal, scratch: dict[Node, int],
-          keys: dict[Node, int]) -> int:
+          keys: dict[Node, int], strict: bool = False) -> int:
     """How much closer to the goal ``m``'s target takes the places of its outputs; 0 if it takes any
     further, or none is a place."""
     placed = [(o, k) for k, o in enumerate(m.outputs) if o in places]
@@ -305,7 +333,7 @@ def _gain(m: Match, rule: Subst, places: dict[Node, Node | None], aim: _Goal, sc
     built = build_target(rule, m)
     if isinstance(built, Rejection):
         return 0
-    gains = [aim.gain(o, built.targets[k], places[o], scratch, keys) for o, k in placed]
+    gains = [aim.gain(o, built.targets[k], places[o], scratch, keys, strict) for o, k in placed]
     return sum(gains) if min(gains) >= 0 else 0
 
 

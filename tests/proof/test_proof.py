@@ -129,3 +129,22 @@ def test_a_saturate_proof_pairs_the_convs_tensat_merges() -> None:
     assert any(len(s.rule.source.outputs) == 2 for s in proof.rule_steps)
     assert any(s.kind == "merge" for s in proof.steps)
     assert result.report.calls_after < result.report.calls_before
+
+
+@pytest.mark.slow
+def test_a_saturate_proof_keeps_what_a_merge_would_take_from_a_concat() -> None:
+    """TENSAT's NasRNN under its own rules: two gates' matmuls of one input are both joined by a concat
+    (one matmul of the joined weights) and, elsewhere, merged into pieces of a split. Merged first, the
+    concat no longer matches the rule that joins them; the proof takes only merges whose pieces the
+    result holds until nothing else brings it closer, and replays into the result."""
+    from gsl_eq import models
+
+    wl = models.tensat_model("nasrnn")
+    result = optimize(wl, rules.tensat(), mode="saturate", time_limit=60, cost="gpu", multi_iterations=1,
+                      cycles="filter")
+    proof = result.proof
+    assert proof.complete, proof.missing
+    assert same_workload(proof.replay(wl), result.workload)
+    used = {s.rule.name for s in proof.rule_steps}
+    assert {"taso:converted.txt#72", "taso:converted_multi.txt#8"} <= used
+    assert result.report.calls_after < result.report.calls_before
