@@ -227,23 +227,30 @@ def test_a_reference_that_takes_the_limit_leaves_no_search_and_says_so(monkeypat
 def test_a_fold_predicted_past_the_time_limit_is_not_begun_and_the_call_ends_within_it():
     """TASO's rules merge TENSAT's BERT's matrix products into products of weight matrices, whose fold
     took 11 s against a search of 0.5 s: a result whose fold is predicted to end past the time limit is
-    not folded, nor checked, and the input is returned within the limit."""
+    not folded, nor checked, and the call ends within the limit, returning the input or, on a machine fast
+    enough to fold and check it in the time left, an option made already (saturate mode's rival)."""
     import time
 
     from gsl_eq import models
 
     wl = models.tensat_model("bert")
     Reference.of(wl.fold_params())  # remembered, as a repeated call finds it: 0.5 s here, more under load
+    rule_list = rules.tensat() + rules.default()  # reading TASO's rules is not the call's
     start = time.perf_counter()
-    result = optimize(wl, rules.tensat() + rules.default(), cost="gpu", time_limit=3.0, multi_iterations=1)
+    result = optimize(wl, rule_list, cost="gpu", time_limit=3.0, multi_iterations=1)
     assert time.perf_counter() - start < 3.0
     report = result.report
-    assert report.applications and report.input_returned and result.workload is result.input
-    assert "final build" not in report.timings
+    assert report.applications
     (note,) = [n for n in report.notes if n.startswith("folding the result's parameter computations")]
     predicted = float(note.split("is predicted to take ")[1].split(" s")[0])
     left = float(note.split("past the time limit (")[1].split(" s left")[0])
     assert predicted > left  # the extraction's fold, or greedy mode's where cheaper (a smaller one), would end past it
+    if report.input_returned:
+        assert result.workload is result.input and "final build" not in report.timings
+    else:
+        assert "is returned instead, the next cheapest that folds in time and passes the check" in note
+        assert not note.split(": ")[-1].startswith("result ") and report.cost_after < report.cost_before
+        assert_same_outputs(wl, result.workload)
 
 
 @pytest.mark.timed
