@@ -68,7 +68,8 @@ def checked(options: Iterable[Alternative], before: float, model: CostModel, ref
     (:meth:`~gsl_eq.optimizer.verify.Reference.predicted_check_seconds`; TASO's rules fold products of weight matrices,
     11 s for TENSAT's BERT), is passed over: only the options of ``ready``, made already, are tried after it
     (greedy mode's result, say, which folded as it went; making another, the ILP's next best, would take
-    the time the fold lacks), until the check would no longer end by ``deadline``. With ``prove``, each
+    the time the fold lacks), until the check would no longer end by ``deadline``, nor is one checked whose
+fold ended too late for it. With ``prove``, each
     fallback's proof is made when asked for."""
     remaining, unfit, tried = iter(options), None, []
     while True:
@@ -95,6 +96,10 @@ def checked(options: Iterable[Alternative], before: float, model: CostModel, ref
             remaining = iter(ready)
             continue
         option = built(option, report.timings)
+        if unfit and time.perf_counter() + checking > deadline:  # its fold took longer than predicted
+            report.notes.append(f"{unfit}: the {option.label} was folded instead, but past its prediction, leaving "
+                                "its check no time before the limit: the input is returned")
+            return None
         reason = reference.mismatch(option.workload)
         if reason is None:
             if report.fallbacks or unfit:

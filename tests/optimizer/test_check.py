@@ -245,8 +245,10 @@ def test_a_fold_predicted_past_the_time_limit_is_not_begun_and_the_call_ends_wit
     predicted = float(note.split("is predicted to take ")[1].split(" s")[0])
     left = float(note.split("past the time limit (")[1].split(" s left")[0])
     assert predicted > left  # the extraction's fold, or greedy mode's where cheaper (a smaller one), would end past it
-    if report.input_returned:
-        assert result.workload is result.input and "final build" not in report.timings
+    if report.input_returned:  # not folded, or folded past its prediction and not checked
+        assert result.workload is result.input
+        assert ("final build" in report.timings) == note.endswith("leaving its check no time before the limit: "
+                                                                  "the input is returned")
     else:
         assert "is returned instead, the next cheapest that folds in time and passes the check" in note
         assert not note.split(": ")[-1].startswith("result ") and report.cost_after < report.cost_before
@@ -291,3 +293,44 @@ def test_an_option_whose_fold_would_end_past_the_limit_is_passed_over_for_the_ne
     assert checked(options(), before, model, reference, report, deadline=time.perf_counter() + 5.0) is None
     (note,) = report.notes
     assert note.startswith("folding the result's") and note.endswith("would leave room for it): the input is returned")
+
+
+@pytest.mark.timed
+def test_an_option_whose_fold_ends_later_than_predicted_is_not_checked_past_the_limit(monkeypatch):
+    """Greedy mode's result, tried where the extraction's fold would not fit, folds past its prediction
+    (as under load): its check, which would end past the deadline, is not begun and the input is returned."""
+    import dataclasses
+    import time
+
+    from gsl_eq.optimizer import candidates
+    from gsl_eq.optimizer.candidates import Alternative, checked
+    from gsl_eq.optimizer.report import OptimizeReport
+    from gsl_eq.workload import workload
+
+    x, w1, w2 = var("x", (4, 64)), var("w1", (64, 64)), var("w2", (64, 64))
+    wl = Workload.from_expr(R.matmul(R.matmul(x, w1), w2), ["x"])
+    extracted = Workload(Workload.from_expr(R.matmul(x, R.matmul(w1, w2)), ["x"]).mod, wl.params)
+    rival = Alternative("greedy mode's result", extracted.fold_params(), [])
+    monkeypatch.setattr(workload, "FOLD_RATES", dataclasses.replace(workload.FOLD_RATES, once=60.0))
+    model, reference = Roofline(), Reference.of(wl)
+    final_build = candidates.final_build
+
+    def slow(out, timings):
+        time.sleep(1.0)
+        return final_build(out, timings)
+
+    def unchecked(_):
+        raise AssertionError("a check that would end past the deadline is not begun")
+
+    monkeypatch.setattr(candidates, "final_build", slow)
+    monkeypatch.setattr(reference, "mismatch", unchecked)
+    before = graph_cost(wl.graph, model)
+    report = OptimizeReport("saturate", "roofline", before, before, 2, 1, time_limit=5.0)
+    deadline = time.perf_counter() + reference.predicted_check_seconds() + 0.5
+    chosen = checked(iter([Alternative("result", extracted, [])]), before, model, reference, report,
+                     deadline=deadline, ready=[rival])
+    assert chosen is None and time.perf_counter() < deadline + 0.6
+    (note,) = report.notes
+    assert note.startswith("folding the result's parameter computations (1 calls) is predicted to take 60.")
+    assert note.endswith("the greedy mode's result was folded instead, but past its prediction, leaving its check "
+                         "no time before the limit: the input is returned")
