@@ -68,9 +68,8 @@ def checked(options: Iterable[Alternative], before: float, model: CostModel, ref
     (:meth:`~gsl_eq.optimizer.verify.Reference.predicted_check_seconds`; TASO's rules fold products of weight matrices,
     11 s for TENSAT's BERT), is passed over: only the options of ``ready``, made already, are tried after it
     (greedy mode's result, say, which folded as it went; making another, the ILP's next best, would take
-    the time the fold lacks), until the check would no longer end by ``deadline``, nor is one checked whose
-fold ended too late for it. With ``prove``, each
-    fallback's proof is made when asked for."""
+    the time the fold lacks), until the check would no longer end by ``deadline``; one whose fold ends too
+    late for its check is not checked. With ``prove``, each fallback's proof is made when asked for."""
     remaining, unfit, tried = iter(options), None, []
     while True:
         late = deadline - (reference.predicted_check_seconds() if unfit and not report.fallbacks else 0.0)
